@@ -1,0 +1,5 @@
+"""``python -m optnet``."""
+
+from optnet.cli import main
+
+main()

@@ -1,0 +1,190 @@
+"""The ``optnet`` command line.
+
+Exit status, decided here and nowhere else: 0 clean; 1 findings at error level (or any
+warning with ``--strict``); 2 usage or I/O error; 3 an internal error (a bug in optnet,
+reported without a traceback unless ``OPTNET_DEBUG`` is set).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from optnet import __version__
+from optnet.boards import load_library
+from optnet.diagnostics import Severity
+from optnet.lint import InputError, lint_file, load_presets
+from optnet.render import FORMATS, render, summary
+from optnet.resources import data_dir
+from optnet.schema import board_schema, cluster_schema
+from optnet.spec.models import BoardDesc
+from optnet.units import Quantity, format_quantity
+
+__all__ = ["main"]
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _expand(paths: tuple[str, ...]) -> list[Path]:
+    files: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        files.extend(sorted(path.glob("*.yaml")) if path.is_dir() else [path])
+    return files
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="optnet")
+@click.option("-v", "--verbose", count=True, help="Log more (repeat for debug output).")
+def cli(verbose: int) -> None:
+    """optnet: a design compiler for networks of FPGAs.
+
+    Describe a cluster in one YAML file; optnet validates it, routes it, proves the routing
+    deadlock-free and generates the hardware and files for every FPGA.
+    """
+    logging.basicConfig(level=logging.WARNING - 10 * min(verbose, 2),
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Output format: human text, JSON, SARIF 2.1.0, or GitHub annotations.")
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+def lint(files: tuple[str, ...], fmt: str, strict: bool) -> None:
+    """Check cluster, preset and board FILES (or folders of them) without building.
+
+    Every finding is collected before anything is reported. Exit status 0 when clean, 1
+    when there are errors (or warnings with --strict), 2 when a file cannot be read.
+    """
+    diags, sources, unreadable = [], {}, []
+    paths = _expand(files)
+    for path in paths:
+        try:
+            result = lint_file(path)
+        except InputError as exc:
+            unreadable.append(str(exc))
+            continue
+        diags += result.diagnostics
+        sources.update(result.sources)
+    out = render(diags, fmt, sources, len(paths))
+    if fmt == "text":
+        console = Console(highlight=False, soft_wrap=True)
+        if out:
+            console.print(out, end="", markup=False)
+        errors = any(d.severity is Severity.ERROR for d in diags)
+        style = "red" if errors else ("yellow" if diags else "green")
+        Console(stderr=True, highlight=False).print(summary(diags, len(paths)), style=style)
+    else:
+        click.echo(out, nl=False)
+    for message in unreadable:
+        click.echo(f"optnet: {message}", err=True)
+    if unreadable:
+        sys.exit(EXIT_USAGE)
+    failing = [d for d in diags if strict or d.severity is Severity.ERROR]
+    sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+@cli.command()
+@click.option("--board", is_flag=True, help="The schema of board files instead.")
+def schema(board: bool) -> None:
+    """Print the JSON Schema of cluster files (or, with --board, of board files)."""
+    click.echo(json.dumps(board_schema() if board else cluster_schema(), indent=2))
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def boards(fmt: str) -> None:
+    """List the board library with each board's key figures."""
+    library = load_library([data_dir("boards")])
+    rows = []
+    for name, b in sorted(library.boards.items()):
+        xcvr = b.transceivers
+        rows.append({
+            "name": name, "vendor": b.vendor, "family": b.family, "part": b.part,
+            "transceivers": f"{xcvr.type} {format_quantity(xcvr.max_line_rate)}" if xcvr else "",
+            "ports": {p: f"{len(port.lanes)}x {port.connector}" for p, port in b.ports.items()},
+            "logic": b.resources.lut or b.resources.alm,
+            "bram": format_quantity(_bram(b)),
+        })
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="optnet board library")
+    for column in ("board", "vendor / family", "part", "transceivers", "ports", "LUT/ALM",
+                   "BRAM"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["name"], f"{r['vendor']} {r['family']}", r["part"], r["transceivers"],
+                      ", ".join(f"{p} {v}" for p, v in r["ports"].items()),
+                      f"{r['logic']:,}" if r["logic"] else "", r["bram"])
+    Console(soft_wrap=False).print(table)
+
+
+def _bram(board: BoardDesc) -> Quantity:
+    return Quantity(board.resources.bram.blocks * board.resources.bram.size.value,
+                    board.resources.bram.size.dim)
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def topologies(fmt: str) -> None:
+    """List the topology presets with their size and shape."""
+    rows = []
+    for name in sorted(load_presets()):
+        result = lint_file(data_dir("topologies") / f"{name}.yaml")
+        cluster = result.cluster
+        topo = cluster.desc.topology if cluster else None
+        rows.append({
+            "name": name,
+            "kind": topo.kind if topo else "explicit",
+            "nodes": len(cluster.nodes) if cluster else None,
+            "links": len(cluster.links) if cluster else None,
+            "board": cluster.nodes[0].board.name if cluster and cluster.nodes else None,
+            "description": cluster.desc.description if cluster else "",
+            "ok": result.ok,
+        })
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="optnet topology presets")
+    for column in ("preset", "kind", "nodes", "links", "board", "description"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["name"], r["kind"], str(r["nodes"]), str(r["links"]), r["board"] or "",
+                      r["description"])
+    Console(soft_wrap=False).print(table)
+
+
+def main() -> None:
+    """Entry point: run the CLI and map unexpected exceptions to exit status 3."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(EXIT_USAGE)
+    except BrokenPipeError:
+        sys.exit(EXIT_OK)
+    except Exception as exc:  # a bug in optnet: say so without a traceback
+        if os.environ.get("OPTNET_DEBUG"):
+            raise
+        click.echo(f"optnet: internal error: {type(exc).__name__}: {exc}\n"
+                   "This is a bug in optnet; rerun with OPTNET_DEBUG=1 for a traceback.",
+                   err=True)
+        sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,176 @@
+"""Diagnostics: what optnet found wrong with an input, where, and how to fix it.
+
+A :class:`Diagnostic` carries a stable code from :data:`CODES`, a message written as a full
+sentence that names the objects involved, the :class:`Location` it points at and an
+optional hint. Renderers (:mod:`optnet.render`) turn a list of diagnostics into human text,
+JSON, SARIF or GitHub workflow annotations; nothing here formats for a terminal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+__all__ = [
+    "CODES",
+    "Code",
+    "Diagnostic",
+    "DiagnosticError",
+    "Location",
+    "Related",
+    "Severity",
+    "sort_key",
+]
+
+
+class Severity(Enum):
+    """How bad a finding is; errors stop a build, warnings only with ``--strict``."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Code:
+    """A registered diagnostic code.
+
+    Attributes
+    ----------
+    code : str
+        ``E0xx`` file and schema, ``E1xx`` physical and topological, ``E2xx`` routing,
+        ``Wxxx`` warnings.
+    name : str
+        Short kebab-case name, used as the SARIF rule name.
+    severity : Severity
+    summary : str
+        One sentence describing the whole class of finding.
+    """
+
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+
+
+def _codes(*rows: tuple[str, str, str]) -> dict[str, Code]:
+    table = {}
+    for code, name, summary in rows:
+        severity = Severity.WARNING if code.startswith("W") else Severity.ERROR
+        table[code] = Code(code, name, severity, summary)
+    return table
+
+
+CODES: dict[str, Code] = _codes(
+    ("E001", "yaml-syntax", "The file is not well-formed YAML."),
+    ("E002", "duplicate-key", "A mapping gives the same key twice."),
+    ("E003", "document-too-large", "The document, after expanding aliases, is too large or "
+                                   "too deeply nested, or refers to itself."),
+    ("E004", "format-version", "The file does not declare a format version optnet reads."),
+    ("E005", "not-a-mapping", "The document is not a mapping of keys to values."),
+    ("E010", "unknown-key", "A key is not part of the format."),
+    ("E011", "missing-key", "A required key is missing."),
+    ("E012", "wrong-type", "A value has the wrong type."),
+    ("E013", "bad-quantity", "A quantity has no unit, a wrong unit or a malformed number."),
+    ("E014", "out-of-range", "A value lies outside the range the format allows."),
+    ("E015", "bad-choice", "A value is not one of the allowed choices."),
+    ("E020", "bad-identifier", "A name is not a legal HDL identifier and file name."),
+    ("E021", "duplicate-name", "Two objects of the same kind have the same name."),
+    ("E022", "duplicate-id", "Two nodes have the same numeric id."),
+    ("E023", "bad-port-reference", "A link end is not written as node.port or node.port[lanes]."),
+    ("E030", "bad-board-file", "A board file is inconsistent (extends, lanes, pins, clocks)."),
+    ("E101", "unknown-board", "A node names a board that is not in the board library."),
+    ("E102", "unknown-node", "A link names a node that the cluster does not have."),
+    ("E103", "unknown-port", "A link names a port that the node's board does not have."),
+    ("E104", "port-reused", "Two links use the same lanes of one port."),
+    ("E105", "too-many-lanes", "A link needs more lanes than its port has free."),
+    ("E106", "rate-above-transceiver", "A line rate exceeds what the transceiver or port "
+                                       "supports."),
+    ("E107", "rate-outside-phy", "A line rate lies outside the range of the link protocol."),
+    ("E108", "ends-disagree", "The two ends of a link are configured with different PHYs or "
+                              "rates."),
+    ("E109", "self-loop", "A link connects a node to itself."),
+    ("E110", "phy-unsupported", "The link protocol cannot run on the port or the vendor."),
+    ("E111", "disconnected", "The cluster falls apart into parts that cannot reach each "
+                             "other."),
+    ("E112", "board-lacks-ports", "A board has too few ports or lanes for the topology."),
+    ("E113", "buffers-exceed-bram", "The buffers a node needs do not fit its block RAM."),
+    ("E114", "bad-topology", "Topology parameters are inconsistent."),
+    ("E115", "onboard-miswired", "An on-board link joins FPGAs that the board does not wire "
+                                 "together."),
+    ("E116", "empty-cluster", "The cluster has no nodes."),
+    ("E117", "endpoint-credit", "An endpoint's credit parameters cannot work together."),
+    ("W101", "credit-below-bdp", "A credit is smaller than the bandwidth-delay product of the "
+                                 "longest path, so the flow cannot reach full bandwidth."),
+    ("W102", "packet-exceeds-buffer", "A maximum-size packet does not fit an input buffer."),
+    ("W103", "unverified-pins", "A link uses a board port whose pins are not verified."),
+    ("W104", "link-too-long", "A link is longer than its PHY and connector reach reliably."),
+)
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A place in an input file; lines and columns count from 1."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+    end_line: int = 0
+    end_column: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.column}"
+        return self.file
+
+
+@dataclass(frozen=True)
+class Related:
+    """A second place that explains a diagnostic (the first definition, the other end)."""
+
+    location: Location
+    message: str
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding.
+
+    Attributes
+    ----------
+    code : str
+        A key of :data:`CODES`.
+    message : str
+        A full sentence naming the objects involved and the reason.
+    location : Location or None
+    hint : str or None
+        What to change, when there is a clear fix.
+    related : tuple of Related
+    """
+
+    code: str
+    message: str
+    location: Location | None = None
+    hint: str | None = None
+    related: tuple[Related, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"Diagnostic code {self.code!r} is not registered in CODES")
+
+    @property
+    def severity(self) -> Severity:
+        return CODES[self.code].severity
+
+
+def sort_key(diag: Diagnostic) -> tuple:
+    """Order diagnostics by file, position, then code, for stable output."""
+    loc = diag.location or Location("")
+    return (loc.file, loc.line, loc.column, diag.code, diag.message)
+
+
+class DiagnosticError(Exception):
+    """Raised by a stage that cannot go on; carries every diagnostic found so far."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        super().__init__("; ".join(d.message for d in diagnostics))
+        self.diagnostics = diagnostics

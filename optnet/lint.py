@@ -1,0 +1,156 @@
+"""The lint stage: read a cluster, board or preset file and collect every finding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from optnet.boards import BoardLibrary, load_board_file, load_library
+from optnet.cluster import Cluster
+from optnet.diagnostics import Diagnostic, DiagnosticError, Location, Severity
+from optnet.elaborate import elaborate
+from optnet.resources import data_dir
+from optnet.spec.checks import check_cluster
+from optnet.spec.inherit import inherit
+from optnet.spec.models import ClusterDesc
+from optnet.spec.source import SourceMap, load_yaml
+from optnet.spec.validate import validate_model
+
+__all__ = ["FORMAT_VERSION", "InputError", "LintResult", "lint_file", "load_presets"]
+
+FORMAT_VERSION = 1
+
+
+class InputError(Exception):
+    """A file could not be read at all (exit status 2, not a finding)."""
+
+
+@dataclass
+class LintResult:
+    """What linting one file produced."""
+
+    file: str
+    text: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    cluster: Cluster | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity is Severity.ERROR for d in self.diagnostics)
+
+
+def _read(path: Path, display: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {display}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DiagnosticError([Diagnostic(
+            "E001", f"The file is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}).",
+            Location(display, 1, 1))]) from None
+
+
+def load_presets(extra: Path | None = None) -> dict[str, tuple[dict, SourceMap]]:
+    """Topology presets by name: the shipped ones, then ``extra/*.yaml`` over them."""
+    presets: dict[str, tuple[dict, SourceMap]] = {}
+    for directory in (data_dir("topologies"), extra):
+        if directory is None or not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*.yaml")):
+            try:
+                data, smap, _ = load_yaml(path.read_text(encoding="utf-8"),
+                                          f"<optnet>/topologies/{path.name}"
+                                          if directory == data_dir("topologies") else str(path))
+            except (OSError, UnicodeDecodeError, DiagnosticError):
+                continue  # a broken preset is reported when it is linted itself
+            if isinstance(data, dict):
+                presets[path.stem] = (data, smap)
+    return presets
+
+
+def _version(data: dict, smap: SourceMap, key: str, what: str) -> list[Diagnostic]:
+    if key not in data:
+        return [Diagnostic("E004", f"The {what} does not say which format version it is "
+                           "written in.", Location(smap.file, 1, 1),
+                           hint=f"Add '{key}: {FORMAT_VERSION}' at the top.")]
+    if data[key] != FORMAT_VERSION or isinstance(data[key], bool):
+        return [Diagnostic("E004", f"The {what} is written for format version "
+                           f"{data[key]!r}; this optnet reads version {FORMAT_VERSION}.",
+                           smap.at((key,)))]
+    return []
+
+
+def lint_file(path: Path, display: str | None = None,
+              library: BoardLibrary | None = None) -> LintResult:
+    """Load, validate and elaborate a cluster (or preset) file and run every check on it;
+    a board file (one with ``optnet_board:``) is checked as a board instead.
+
+    Parameters
+    ----------
+    path : Path
+    display : str, optional
+        The name diagnostics use for the file (default: ``str(path)``).
+    library : BoardLibrary, optional
+        Boards to use; by default the shipped library plus a ``boards/`` folder next to the
+        file.
+
+    Raises
+    ------
+    InputError
+        If the file cannot be read.
+    """
+    display = display or str(path)
+    result = LintResult(display, "")
+    try:
+        result.text = _read(path, display)
+        result.sources[display] = result.text
+        data, smap, result.diagnostics = load_yaml(result.text, display)
+    except DiagnosticError as exc:
+        result.diagnostics += exc.diagnostics
+        return result
+    if not isinstance(data, dict):
+        result.diagnostics.append(Diagnostic(
+            "E005", "A cluster file must be a mapping of keys such as 'optnet', 'name' and "
+            "'topology'.", smap.at(())))
+        return result
+    if "optnet_board" in data and "optnet" not in data:
+        return _lint_board(path, display, result)
+    result.diagnostics += _version(data, smap, "optnet", "cluster file")
+    if result.diagnostics and result.diagnostics[-1].code == "E004":
+        return result
+    if "preset" in data:
+        presets = load_presets(path.parent / "topologies")
+        try:
+            data, smap = inherit(data, smap, "preset", "topology preset", presets)
+        except DiagnosticError as exc:
+            result.diagnostics += exc.diagnostics
+            return result
+        for _, base_map in presets.values():
+            result.sources.setdefault(base_map.file, base_map.text)
+    desc, diags = validate_model(ClusterDesc, data, smap)
+    result.diagnostics += diags
+    if desc is None:
+        return result
+    if library is None:
+        library = load_library([data_dir("boards"), path.parent / "boards"], path.parent)
+        result.diagnostics += [d for d in library.diagnostics
+                               if d.location and not d.location.file.startswith("<optnet>")]
+    cluster, diags = elaborate(desc, smap, library)
+    result.diagnostics += diags
+    if cluster is not None:
+        complete = not any(d.severity is Severity.ERROR for d in result.diagnostics)
+        result.diagnostics += check_cluster(cluster, smap, complete=complete)
+        result.cluster = cluster
+    return result
+
+
+def _lint_board(path: Path, display: str, result: LintResult) -> LintResult:
+    library = load_board_file(path, Path.cwd())
+    result.diagnostics += library.diagnostics
+    for diag in library.diagnostics:
+        if diag.location is not None:
+            result.sources.setdefault(diag.location.file, result.text)
+    return result

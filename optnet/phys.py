@@ -1,0 +1,88 @@
+"""What each link protocol (PHY) supports: vendors, port kinds, lane and line-rate ranges.
+
+Figures come from the vendors' product guides, cited per entry; ``latency`` is a typical
+one-way latency of the PHY pair (serialiser, encoding, alignment, deserialiser) used by the
+simple per-hop model until the report stage refines it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from optnet.units import Dimension, Quantity, parse_quantity
+
+__all__ = ["PHYS", "PhyInfo"]
+
+
+def _rate(text: str) -> Quantity:
+    return parse_quantity(text, Dimension.RATE)
+
+
+@dataclass(frozen=True)
+class PhyInfo:
+    """Capabilities of one link protocol.
+
+    Attributes
+    ----------
+    name : str
+    vendors : frozenset of str
+        Vendors whose FPGAs have this IP (empty: any).
+    port_kind : str
+        ``serial`` (transceivers) or ``parallel`` (GPIO).
+    min_rate, max_rate : Quantity
+        Per-lane line-rate range of the protocol IP itself; the transceiver, speed grade and
+        port may limit it further.
+    max_lanes : int
+    efficiency : Fraction
+        Payload bits per line bit of the encoding alone.
+    latency : Quantity
+        Typical one-way PHY latency.
+    source : str
+    """
+
+    name: str
+    vendors: frozenset[str]
+    port_kind: str
+    min_rate: Quantity
+    max_rate: Quantity
+    max_lanes: int
+    efficiency: Fraction
+    latency: Quantity
+    source: str
+
+
+def _ns(value: int) -> Quantity:
+    return parse_quantity(f"{value}ns", Dimension.TIME)
+
+
+PHYS: dict[str, PhyInfo] = {p.name: p for p in (
+    PhyInfo("aurora_8b10b", frozenset({"xilinx"}), "serial", _rate("0.5Gbps"),
+            _rate("6.6Gbps"), 16, Fraction(8, 10), _ns(500),
+            "Xilinx PG046 v11.1 (Aurora 8B/10B): 0.5-6.6 Gb/s per lane, 1-16 lanes; hop "
+            "latency after the BEE3 paper's 541 ns Aurora hop at 1.95 Gb/s"),
+    PhyInfo("aurora_64b66b", frozenset({"xilinx"}), "serial", _rate("0.5Gbps"),
+            _rate("28.21Gbps"), 16, Fraction(64, 66), _ns(250),
+            "Xilinx PG074 v12.0 (Aurora 64B/66B): from 0.5 Gb/s, up to 16 lanes, GTY up to "
+            "28.2 Gb/s; hop latency after the BlueDBM paper (< 0.5 us per hop incl. router)"),
+    PhyInfo("serial_lite_3", frozenset({"intel"}), "serial", _rate("1Gbps"),
+            _rate("28.3Gbps"), 24, Fraction(64, 67), _ns(300),
+            "Intel UG-683330 (Serial Lite III Streaming): Stratix 10 1-24 lanes up to 28 Gbps "
+            "(H-tile GXT 28.3 Gb/s, UG-683621); OPTWEB measures 0.71 us start-up latency"),
+    PhyInfo("interlaken", frozenset({"intel", "xilinx"}), "serial", _rate("3.125Gbps"),
+            _rate("53.125Gbps"), 12, Fraction(64, 67), _ns(300),
+            "Intel UG-683396 (Interlaken 2nd gen): 4-12 lanes, 6.25-53.125 Gb/s; Xilinx PG169 "
+            "v2.4: 1-12 lanes, 3.125-25.78125 Gb/s; 64B/67B"),
+    PhyInfo("raw_8b10b", frozenset({"lattice"}), "serial", _rate("0.27Gbps"),
+            _rate("5Gbps"), 4, Fraction(8, 10), _ns(200),
+            "Lattice TN1261 (ECP5/ECP5-5G SERDES/PCS): 8b/10b PCS, 270 Mb/s to 5 Gb/s per "
+            "channel on ECP5-5G; optnet's own framing above it"),
+    PhyInfo("lvds", frozenset(), "parallel", _rate("1Mbps"), _rate("1.6Gbps"), 64,
+            Fraction(1), _ns(20),
+            "Source-synchronous DDR over GPIO pairs; the board port's max_line_rate is the "
+            "real limit; BEE3 on-board links: 20 ns at 500 MT/s"),
+)}
+
+# Longest link a source-synchronous parallel bus is trusted over, by connector: skew
+# between pairs grows with length, and these links have no deskew beyond IODELAY taps.
+PARALLEL_REACH = {"onboard": Fraction(1, 2), None: Fraction(1)}

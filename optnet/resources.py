@@ -1,0 +1,21 @@
+"""Where the shipped data libraries (boards, topologies, templates, schema) live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["data_dir"]
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def data_dir(name: str) -> Path:
+    """The directory of the shipped library ``name``.
+
+    An installed wheel carries the libraries under ``optnet/_data/``; a source checkout
+    (including an editable install) keeps them at the top of the repository.
+    """
+    installed = _PACKAGE / "_data" / name
+    if installed.is_dir():
+        return installed
+    return _PACKAGE.parent / name

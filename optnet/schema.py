@@ -1,0 +1,26 @@
+"""JSON Schemas of the file formats, generated from the pydantic models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optnet.spec.models import BoardDesc, ClusterDesc
+
+__all__ = ["board_schema", "cluster_schema"]
+
+_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _schema(model: Any, ident: str) -> dict:
+    body = model.model_json_schema(by_alias=True)
+    return {"$schema": _DIALECT, "$id": ident, **body}
+
+
+def cluster_schema() -> dict:
+    """Schema of cluster and preset files (``schema/cluster.schema.json``)."""
+    return _schema(ClusterDesc, "https://optnet.invalid/schema/cluster.schema.json")
+
+
+def board_schema() -> dict:
+    """Schema of board files (``schema/board.schema.json``)."""
+    return _schema(BoardDesc, "https://optnet.invalid/schema/board.schema.json")

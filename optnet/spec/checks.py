@@ -1,0 +1,300 @@
+"""Semantic checks of an elaborated cluster that need no routing.
+
+Each check reads the :class:`~optnet.cluster.Cluster` and returns diagnostics; none
+changes anything. Findings on generated links are grouped (one diagnostic for all torus
+links that exceed a port's rate, not one per link), so a 1024-node cluster with one wrong
+setting gives one message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from fractions import Fraction
+
+import networkx as nx
+
+from optnet.cluster import Cluster, End, Link, graph
+from optnet.diagnostics import Diagnostic
+from optnet.phys import PARALLEL_REACH, PHYS
+from optnet.spec.names import check_identifier
+from optnet.spec.source import SourceMap
+from optnet.units import Dimension, Quantity, format_quantity
+
+__all__ = ["CHECKS", "check_cluster", "hop_latency"]
+
+# Signal propagation in copper and fibre: about 5 ns per metre.
+_NS_PER_M = Fraction(5, 10**9)
+
+
+def _q(value: Fraction, dim: Dimension) -> str:
+    return format_quantity(Quantity(Fraction(value), dim))
+
+
+class _Collector:
+    """Diagnostics, with findings on generated links grouped by reason."""
+
+    def __init__(self, smap: SourceMap) -> None:
+        self.smap = smap
+        self.diags: list[Diagnostic] = []
+        self.grouped: dict[tuple[str, str], list[Link]] = defaultdict(list)
+
+    def link(self, link: Link, code: str, reason: str) -> None:
+        if link.role == "explicit":
+            self.diags.append(Diagnostic(code, f"Link {link}: {reason}",
+                                         self.smap.at(link.origin)))
+        else:
+            self.grouped[(code, reason)].append(link)
+
+    def done(self) -> list[Diagnostic]:
+        for (code, reason), links in self.grouped.items():
+            first = links[0]
+            many = (f"{len(links)} generated {first.role} links (first {first})"
+                    if len(links) > 1 else f"Generated {first.role} link {first}")
+            self.diags.append(Diagnostic(code, f"{many}: {reason}",
+                                         self.smap.at(first.origin, key=True)))
+        return self.diags
+
+
+def _check_phy(cluster: Cluster, out: _Collector) -> None:
+    for link in cluster.links:
+        phy = PHYS[link.phy]
+        rate = link.line_rate
+        for end in (link.a, link.b):
+            board = cluster.node(end.node).board
+            port = board.ports[end.port]
+            if phy.port_kind != port.kind:
+                out.link(link, "E110", f"{link.phy} needs a {phy.port_kind} port, but "
+                         f"{board.name} port {end.port} is {port.kind}.")
+            elif phy.vendors and board.vendor not in phy.vendors:
+                out.link(link, "E110", f"{link.phy} is not available on {board.vendor} "
+                         f"FPGAs ({board.name}); it runs on {', '.join(sorted(phy.vendors))}.")
+            limits = []
+            if port.max_line_rate is not None:
+                limits.append((port.max_line_rate, f"port {end.port} of {board.name}"))
+            if port.kind == "serial" and board.transceivers is not None:
+                limits.append((board.transceivers.max_line_rate,
+                               f"the {board.transceivers.type} transceivers of {board.name}"))
+            for limit, what in limits:
+                if rate.value > limit.value:
+                    out.link(link, "E106", f"the line rate {rate} exceeds the {limit} limit of "
+                             f"{what}.")
+                    break
+        if not phy.min_rate.value <= rate.value <= phy.max_rate.value:
+            out.link(link, "E107", f"the line rate {rate} is outside the {phy.min_rate} to "
+                     f"{phy.max_rate} range of {link.phy}.")
+        if link.lanes > phy.max_lanes:
+            out.link(link, "E107", f"{link.phy} bonds at most {phy.max_lanes} lanes, not "
+                     f"{link.lanes}.")
+        reach = _reach(cluster, link)
+        if reach is not None and link.length is not None and link.length.value > reach:
+            out.link(link, "W104", f"a source-synchronous parallel link of {link.length} is "
+                     f"longer than the {_q(reach, Dimension.LENGTH)} its pairs stay "
+                     "deskewed over.")
+
+
+def _reach(cluster: Cluster, link: Link) -> Fraction | None:
+    if PHYS[link.phy].port_kind != "parallel":
+        return None
+    connectors = {cluster.node(e.node).board.ports[e.port].connector for e in (link.a, link.b)}
+    return PARALLEL_REACH["onboard" if "onboard" in connectors else None]
+
+
+def _check_onboard(cluster: Cluster, out: _Collector) -> None:
+    for link in cluster.links:
+        for end, other in ((link.a, link.b), (link.b, link.a)):
+            node, peer = cluster.node(end.node), cluster.node(other.node)
+            port = node.board.ports[end.port]
+            if port.connector != "onboard":
+                continue
+            if node.enclosure is None or node.enclosure != peer.enclosure:
+                out.link(link, "E115", f"port {end} is an on-board connection, so "
+                         f"{end.node} and {other.node} must be in the same enclosure "
+                         f"(they are in {node.enclosure or 'none'} and "
+                         f"{peer.enclosure or 'none'}).")
+            elif port.onboard and other.port != port.onboard.peer_port:
+                out.link(link, "E115", f"port {end} is wired on the board to port "
+                         f"{port.onboard.peer_port} of its peer, not to {other.port}.")
+            break
+
+
+def _check_connected(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
+    g = graph(cluster)
+    if g.number_of_nodes() < 2 or nx.is_connected(g):
+        return []
+    parts = sorted((sorted(c, key=lambda n: cluster.node(n).index)
+                    for c in nx.connected_components(g)), key=lambda c: -len(c))
+    shown = "; ".join(f"{{{', '.join(p[:4])}{', ...' if len(p) > 4 else ''}}}"
+                      for p in parts[:4])
+    return [Diagnostic("E111", f"The cluster falls apart into {len(parts)} parts that cannot "
+                       f"reach each other: {shown}.", smap.at(("links",), key=True),
+                       hint="Add links between the parts.")]
+
+
+def hop_latency(cluster: Cluster, link: Link) -> Fraction:
+    """Simple one-way latency of one hop over ``link`` in seconds: router pipeline, PHY pair,
+    and propagation. The report stage refines this model."""
+    net = cluster.desc.network
+    router = Fraction(net.router.pipeline) / net.clock.value
+    length = link.length.value if link.length is not None else Fraction(1)
+    return router + PHYS[link.phy].latency.value + length * _NS_PER_M
+
+
+def _diameter(cluster: Cluster) -> int:
+    if cluster.diameter_hint is not None:
+        return cluster.diameter_hint
+    g = nx.Graph(graph(cluster))
+    return nx.diameter(g, usebounds=True) if g.number_of_nodes() > 1 else 0
+
+
+def _check_credit(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
+    managed = [(i, ep) for i, ep in enumerate(cluster.desc.endpoints) if ep.managed]
+    if not managed or not cluster.links:
+        return []
+    net = cluster.desc.network
+    hops = _diameter(cluster)
+    hop = max(hop_latency(cluster, link) for link in cluster.links)
+    bandwidth = max(link.bandwidth for link in cluster.links)
+    packet_bits = net.max_packet.count * net.flit_width
+    round_trip = 2 * hops * hop
+    needed = math.ceil(round_trip * bandwidth / packet_bits)
+    diags = []
+    for i, ep in managed:
+        credit = ep.credit if ep.credit is not None else 16
+        if credit < needed:
+            diags.append(Diagnostic(
+                "W101", f"Endpoint '{ep.name}' grants {credit} packets per credit, but the "
+                f"longest path ({hops} hops, round trip {_q(round_trip, Dimension.TIME)} at "
+                f"{_q(bandwidth, Dimension.RATE)}) holds {needed} packets of "
+                f"{packet_bits} bits in flight; with less credit than that the endpoint "
+                "cannot reach full bandwidth.",
+                smap.at(("endpoints", i, "credit") if ep.credit is not None
+                        else ("endpoints", i)),
+                hint=f"Raise 'credit' to at least {needed}."))
+    return diags
+
+
+def _check_endpoints(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
+    diags = []
+    seen: dict[str, int] = {}
+    for i, ep in enumerate(cluster.desc.endpoints):
+        path = ("endpoints", i)
+        diags += check_identifier(ep.name, "endpoint name", smap.at((*path, "name")))
+        if ep.name in seen:
+            diags.append(Diagnostic("E021", f"Two endpoints are named '{ep.name}'.",
+                                    smap.at((*path, "name"))))
+        seen.setdefault(ep.name, i)
+        if not ep.managed:
+            given = [k for k in ("buffer", "credit", "offset", "init_budget")
+                     if getattr(ep, k) is not None]
+            if given:
+                diags.append(Diagnostic(
+                    "E117", f"Endpoint '{ep.name}' is unmanaged, so {', '.join(given)} "
+                    "would have no effect: unmanaged endpoints have no end-to-end credits.",
+                    smap.at((*path, given[0]))))
+            continue
+        buffer = ep.buffer.count if ep.buffer is not None else 64
+        credit = ep.credit if ep.credit is not None else 16
+        offset = ep.offset or 0
+        if credit > buffer:
+            diags.append(Diagnostic(
+                "E117", f"Endpoint '{ep.name}' grants {credit} packets per credit but has "
+                f"only {buffer} packets of buffer to grant them from.",
+                smap.at((*path, "credit"))))
+        elif offset >= credit:
+            diags.append(Diagnostic(
+                "E117", f"Endpoint '{ep.name}' sends a credit {offset} packets before the "
+                f"sender's budget runs out, but one credit is only {credit} packets: the "
+                "offset must be smaller than the credit.", smap.at((*path, "offset"))))
+    return diags
+
+
+def _check_buffers(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
+    net = cluster.desc.network
+    packet = net.max_packet.count * net.flit_width
+    ports: dict[str, int] = defaultdict(int)
+    for link in cluster.links:
+        ports[link.a.node] += 1
+        ports[link.b.node] += 1
+    endpoint_bits = 0
+    for ep in cluster.desc.endpoints:
+        if ep.managed:
+            buffer = ep.buffer.count if ep.buffer is not None else 64
+            init = ep.init_budget if ep.init_budget is not None else 1
+            endpoint_bits += (buffer + init * len(cluster.nodes)) * packet
+    diags = []
+    reported: set[tuple] = set()
+    for node in cluster.nodes:
+        radix = ports[node.name] + 1
+        router = radix * net.vcs * net.router.buffer.count * net.flit_width
+        replay = ports[node.name] * net.reliability.window * packet \
+            if net.reliability.retransmit != "none" else 0
+        need = router + replay + endpoint_bits
+        bram = node.board.resources.bram
+        have = bram.blocks * bram.size.value
+        key = (node.board.name, need)
+        if need > have and key not in reported:
+            reported.add(key)
+            diags.append(Diagnostic(
+                "E113", f"Node '{node.name}' needs {_q(need, Dimension.SIZE)} of buffer "
+                f"(router {_q(router, Dimension.SIZE)}, replay {_q(replay, Dimension.SIZE)}, "
+                f"endpoints {_q(endpoint_bits, Dimension.SIZE)}), but board "
+                f"'{node.board.name}' has {_q(have, Dimension.SIZE)} of block RAM.",
+                smap.at(node.origin)))
+    if net.router.buffer.count < net.max_packet.count:
+        diags.append(Diagnostic(
+            "W102", f"A packet of up to {net.max_packet} does not fit an input buffer of "
+            f"{net.router.buffer}, so a blocked packet holds links on several hops.",
+            smap.at(("network", "router", "buffer")),
+            hint="Make the router buffer at least max_packet deep."))
+    return diags
+
+
+def _check_unverified(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
+    uses: dict[tuple[str, str], list[tuple[Link, End]]] = defaultdict(list)
+    for link in cluster.links:
+        for end in (link.a, link.b):
+            board = cluster.node(end.node).board
+            if not board.ports[end.port].verified:
+                uses[(board.name, end.port)].append((link, end))
+    diags = []
+    for (board, port), used in uses.items():
+        link, end = used[0]
+        note = cluster.node(end.node).board.ports[port].note
+        diags.append(Diagnostic(
+            "W103", f"{len(used)} link end(s) use port {port} of board '{board}' (first "
+            f"{end} on link {link}), whose pins are not verified against the board's "
+            f"documentation{': ' + note if note else ''}.", smap.at(link.origin),
+            hint="Check the pins in the board file before building constraints."))
+    return diags
+
+
+def _check_names(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
+    return check_identifier(cluster.desc.name, "cluster name", smap.at(("name",)))
+
+
+def _link_checks(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
+    out = _Collector(smap)
+    _check_phy(cluster, out)
+    _check_onboard(cluster, out)
+    return out.done()
+
+
+CHECKS: tuple[Callable[[Cluster, SourceMap], list[Diagnostic]], ...] = (
+    _check_names, _link_checks, _check_endpoints, _check_buffers, _check_unverified,
+)
+"""Checks that are meaningful on any elaborated cluster, even a partly broken one."""
+
+GLOBAL_CHECKS: tuple[Callable[[Cluster, SourceMap], list[Diagnostic]], ...] = (
+    _check_connected, _check_credit,
+)
+"""Checks that need the whole cluster; skipped when elaboration dropped nodes or links."""
+
+
+def check_cluster(cluster: Cluster, smap: SourceMap, *, complete: bool) -> list[Diagnostic]:
+    """Run every check on ``cluster``; the global ones only when ``complete``."""
+    diags = []
+    for check in CHECKS + (GLOBAL_CHECKS if complete else ()):
+        diags += check(cluster, smap)
+    return diags

@@ -1,0 +1,56 @@
+"""Documents that start from another document (``extends:`` boards, ``preset:`` clusters)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from optnet.diagnostics import Diagnostic, DiagnosticError
+from optnet.spec.source import SourceMap
+from optnet.spec.validate import did_you_mean
+
+__all__ = ["inherit", "merge"]
+
+
+def merge(base: dict, child: dict) -> dict:
+    """``child`` over ``base``: mappings merge key by key, everything else is replaced."""
+    out = dict(base)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def inherit(data: dict, smap: SourceMap, key: str, what: str,
+            library: Mapping[str, tuple[dict, SourceMap]], chain: tuple[str, ...] = ()
+            ) -> tuple[dict, SourceMap]:
+    """Resolve ``data[key]`` (the name of a base document in ``library``) recursively.
+
+    Returns the merged document without ``key`` and a source map in which every value
+    points at the file that wrote it.
+
+    Raises
+    ------
+    DiagnosticError
+        E030 for a base that does not exist or a chain that loops.
+    """
+    base_name = data.get(key)
+    if base_name is None:
+        return data, smap
+    name = str(data.get("name", "?"))
+    where = smap.at((key,))
+    if not isinstance(base_name, str) or base_name not in library:
+        raise DiagnosticError([Diagnostic(
+            "E030", f"The {what} '{name}' says {key}: '{base_name}', which is not in the "
+            f"{what} library.{did_you_mean(str(base_name), library)}", where)])
+    if base_name in chain:
+        raise DiagnosticError([Diagnostic(
+            "E030", f"The {what} '{name}' refers back to itself through "
+            f"{' -> '.join((*chain, base_name))}.", where)])
+    base, base_map = inherit(*library[base_name], key, what, library, (*chain, base_name))
+    merged = merge({k: v for k, v in base.items() if k not in (key, "name")},
+                   {k: v for k, v in data.items() if k != key})
+    combined = SourceMap(smap.file, smap.text, {**base_map.values, **smap.values},
+                         {**base_map.keys, **smap.keys}, {**base_map.plain, **smap.plain})
+    return merged, combined

@@ -1,0 +1,495 @@
+"""Schema of cluster files and board files, as pydantic models.
+
+These models are the single definition of both file formats: they validate input (every
+unknown key is an error), and their field descriptions become the JSON Schema that
+``optnet schema`` prints and editors use. They hold data only; nothing here renders text or
+knows about other files (names of boards, nodes and ports are checked by
+:mod:`optnet.spec.checks` once everything is loaded).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from optnet.units import EXAMPLES, UNITS, Dimension, Quantity, QuantityError, parse_quantity
+
+__all__ = [
+    "PHYS",
+    "BoardDesc",
+    "ClusterDesc",
+    "EndpointDesc",
+    "LinkDesc",
+    "LinkSettings",
+    "NodeDesc",
+    "PortDesc",
+    "Topology",
+]
+
+
+def _quantity(dim: Dimension, description: str):
+    def validate(value: object) -> Quantity:
+        if isinstance(value, Quantity) and value.dim is dim:
+            return value
+        try:
+            return parse_quantity(value, dim)
+        except QuantityError as exc:
+            raise PydanticCustomError("bad_quantity", str(exc)) from None
+
+    units = "|".join(sorted((u.replace("/", "\\/") for u in UNITS[dim]), key=len, reverse=True))
+    schema = {
+        "type": "string",
+        "pattern": rf"^\s*[0-9][0-9_]*(\.[0-9]+)?\s*({units})\s*$",
+        "examples": [EXAMPLES[dim]],
+        "description": description,
+    }
+    return Annotated[Quantity, PlainValidator(validate), PlainSerializer(str, return_type=str, when_used="json"),
+                     WithJsonSchema(schema)]
+
+
+Rate = _quantity(Dimension.RATE, "A data rate such as '10.3125Gbps'.")
+Frequency = _quantity(Dimension.FREQUENCY, "A frequency such as '156.25MHz'.")
+Size = _quantity(Dimension.SIZE, "A size such as '16KiB' (B = byte, b = bit).")
+Length = _quantity(Dimension.LENGTH, "A length such as '2m' or '30cm'.")
+Flits = _quantity(Dimension.FLITS, "A number of flits such as '8 flits'.")
+Packets = _quantity(Dimension.PACKETS, "A number of packets such as '64 packets'.")
+
+
+def q(text: str, dim: Dimension) -> Quantity:
+    """A quantity literal for defaults."""
+    return parse_quantity(text, dim)
+
+
+PHYS = ("aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "raw_8b10b", "lvds")
+Phy = Literal["aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "raw_8b10b",
+              "lvds"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+                              use_attribute_docstrings=True, populate_by_name=True)
+    noun: ClassVar[str] = "this mapping"
+
+
+# --------------------------------------------------------------------------- cluster file
+
+
+class LinkSettings(_Model):
+    """Settings of a link; every key may be left to the level above."""
+
+    noun: ClassVar[str] = "link settings"
+    phy: Phy | None = None
+    """Link protocol: Xilinx Aurora 8B/10B or 64B/66B, Intel SerialLite III, Interlaken,
+    optnet's own 8b/10b framing on a raw transceiver (ECP5 DCU), or a source-synchronous
+    LVDS/DDR link over general-purpose I/O (`lvds`)."""
+    lanes: int | None = Field(None, ge=1, le=64)
+    """Lanes bonded into one link (x1, x2, x4, x8 ...)."""
+    line_rate: Rate | None = None
+    """Line rate of each lane."""
+    length: Length | None = None
+    """Cable or trace length, for the latency model and the cabling plan."""
+
+
+class PortSettings(_Model):
+    """How a node configures one of its board's ports."""
+
+    noun: ClassVar[str] = "port settings"
+    phy: Phy | None = None
+    """Link protocol the port runs; every link on this port must agree."""
+    line_rate: Rate | None = None
+    """Line rate the port is set up for (often fixed by its reference clock)."""
+
+
+class Defaults(_Model):
+    """Values inherited by every node and link that does not set its own."""
+
+    noun: ClassVar[str] = "defaults"
+    board: str | None = None
+    """Board of every node that names none."""
+    link: LinkSettings = LinkSettings()
+    """Settings of every link that does not give its own."""
+
+
+class RouterDesc(_Model):
+    """Router micro-architecture."""
+
+    noun: ClassVar[str] = "the router settings"
+    buffer: Flits = q("8 flits", Dimension.FLITS)
+    """Input buffer depth per port and virtual channel."""
+    allocator: Literal["round_robin", "islip"] = "round_robin"
+    """Switch allocator: separable round robin, or iSLIP."""
+    pipeline: int = Field(2, ge=1, le=8)
+    """Router pipeline stages (cycles per hop at zero load)."""
+
+
+class ReliabilityDesc(_Model):
+    """Link-level error detection and recovery."""
+
+    noun: ClassVar[str] = "the reliability settings"
+    crc: Literal["crc32", "crc16", "none"] = "crc32"
+    """CRC appended to every link-layer frame."""
+    retransmit: Literal["go_back_n", "none"] = "go_back_n"
+    """Recovery on a CRC error or a lost frame."""
+    window: int = Field(32, ge=1, le=4096)
+    """Frames held in the replay buffer (and sequence-number window)."""
+
+
+class NetworkDesc(_Model):
+    """Cluster-wide network parameters."""
+
+    noun: ClassVar[str] = "the network settings"
+    clock: Frequency = q("156.25MHz", Dimension.FREQUENCY)
+    """Clock of routers and link layers."""
+    flit_width: int = Field(128, ge=8, le=2048, multiple_of=8)
+    """Flit width in bits."""
+    max_packet: Flits = q("16 flits", Dimension.FLITS)
+    """Largest packet, header included."""
+    flow_control: Literal["credit", "xon_xoff", "none"] = "credit"
+    """Link-level flow control; `none` is OPTWEB-style direct paths without back-pressure."""
+    vcs: int = Field(2, ge=1, le=16)
+    """Virtual channels per link."""
+    router: RouterDesc = RouterDesc()
+    reliability: ReliabilityDesc = ReliabilityDesc()
+    priorities: int = Field(1, ge=1, le=8)
+    """Priority classes (CusComNet routes high-priority packets first)."""
+
+
+class _Generated(_Model):
+    prefix: str = "n"
+    """Generated nodes are named prefix + index (n0, n1, ...)."""
+    board: str | None = None
+    """Board of the generated nodes; defaults.board otherwise."""
+    link: LinkSettings = LinkSettings()
+    """Settings of the generated links, over defaults.link."""
+
+
+class RingTopology(_Generated):
+    """Nodes 0..N-1 in a ring; node i links to i+1 (mod N)."""
+
+    noun: ClassVar[str] = "the ring topology"
+    kind: Literal["ring"]
+    nodes: int = Field(ge=3, le=65536)
+
+
+class LineTopology(_Generated):
+    """Nodes 0..N-1 in a line."""
+
+    noun: ClassVar[str] = "the line topology"
+    kind: Literal["line"]
+    nodes: int = Field(ge=2, le=65536)
+
+
+class MeshTopology(_Generated):
+    """An n-dimensional mesh; node index = x0 + d0 * (x1 + d1 * (x2 ...))."""
+
+    noun: ClassVar[str] = "the mesh topology"
+    kind: Literal["mesh"]
+    dims: list[Annotated[int, Field(ge=1, le=4096)]] = Field(min_length=1, max_length=6)
+    """Size of each dimension."""
+
+
+class TorusTopology(_Generated):
+    """An n-dimensional torus (k-ary n-cube); a dimension of size 2 has one link, not two."""
+
+    noun: ClassVar[str] = "the torus topology"
+    kind: Literal["torus"]
+    dims: list[Annotated[int, Field(ge=1, le=4096)]] = Field(min_length=1, max_length=6)
+    """Size of each dimension."""
+
+
+class FullTopology(_Generated):
+    """Every node linked directly to every other (OPTWEB)."""
+
+    noun: ClassVar[str] = "the fully connected topology"
+    kind: Literal["full"]
+    nodes: int = Field(ge=2, le=1024)
+
+
+class HypercubeTopology(_Generated):
+    """2^dimension nodes; nodes whose indices differ in one bit are linked."""
+
+    noun: ClassVar[str] = "the hypercube topology"
+    kind: Literal["hypercube"]
+    dimension: int = Field(ge=1, le=16)
+
+
+class DragonflyTopology(_Generated):
+    """Groups of fully connected routers (one FPGA each); global links join groups."""
+
+    noun: ClassVar[str] = "the dragonfly topology"
+    kind: Literal["dragonfly"]
+    groups: int = Field(ge=2, le=4096)
+    routers: int = Field(ge=1, le=256)
+    """Routers (FPGAs) per group."""
+    global_links: int = Field(ge=1, le=64)
+    """Global links per router; at most routers * global_links + 1 groups."""
+    global_link: LinkSettings = LinkSettings()
+    """Settings of the global links, over `link`."""
+
+
+class InterEnclosure(_Model):
+    """How enclosures are joined over serial links."""
+
+    noun: ClassVar[str] = "the inter-enclosure settings"
+    pattern: Literal["full", "groups", "ring"] = "full"
+    """`full`: every enclosure to every other; `groups`: enclosures in fully connected
+    groups of `group_size`, each linked to the same position in every other group (BEE3
+    One-x8); `ring`: a ring of enclosures."""
+    channels: int = Field(ge=1, le=64)
+    """Inter-enclosure channels per FPGA."""
+    plane_size: int | None = Field(None, ge=1)
+    """FPGAs per plane: the FPGAs of an enclosure are split into planes of this many, and
+    plane p of every enclosure forms its own inter-enclosure network (BEE3 Four-x2: 2,
+    Eight-x1: 1). Default: all FPGAs of an enclosure form one plane."""
+    group_size: int | None = Field(None, ge=2)
+    """Enclosures per group, for pattern `groups`."""
+    link: LinkSettings = LinkSettings()
+    """Settings of the inter-enclosure links (lanes per channel here)."""
+
+
+class HierarchicalTopology(_Generated):
+    """Switch-less enclosures: fully connected on-board links inside, serial links between."""
+
+    noun: ClassVar[str] = "the hierarchical topology"
+    kind: Literal["hierarchical"]
+    enclosures: int = Field(ge=1, le=1024)
+    per_enclosure: int = Field(ge=1, le=64)
+    """FPGAs per enclosure; node e*per_enclosure + i is FPGA i of enclosure e."""
+    intra: LinkSettings = LinkSettings()
+    """Settings of the on-board links inside an enclosure."""
+    inter: InterEnclosure
+
+
+Topology = Annotated[
+    RingTopology | LineTopology | MeshTopology | TorusTopology | FullTopology
+    | HypercubeTopology | DragonflyTopology | HierarchicalTopology,
+    Field(discriminator="kind"),
+]
+
+
+class NodeDesc(_Model):
+    """An FPGA. A node named like a generated one refines it instead of adding one."""
+
+    noun: ClassVar[str] = "a node"
+    name: str
+    """Legal HDL identifier; also the node's output folder name."""
+    board: str | None = None
+    """Board file name (see `optnet boards`)."""
+    enclosure: str | None = None
+    """Chassis or board the FPGA sits in; on-board links stay inside one."""
+    id: int | None = Field(None, ge=0, le=65535)
+    """Numeric node id used in packet headers; assigned in order when omitted."""
+    ports: dict[str, PortSettings] = {}
+    """Per-port configuration."""
+
+
+class LinkDesc(LinkSettings):
+    """A full-duplex cable or trace between two ports."""
+
+    noun: ClassVar[str] = "a link"
+    from_: str = Field(alias="from")
+    """One end: `node.port` or `node.port[lanes]` with lanes `i` or `i..j`."""
+    to: str
+    """The other end, written the same way."""
+
+
+class MultipathDesc(_Model):
+    """OPTWEB-style multipath for large transfers."""
+
+    noun: ClassVar[str] = "the multipath settings"
+    max_hops: int = Field(2, ge=1, le=2)
+    """Longest detour path (2 = via one intermediate node)."""
+    above: Size = q("16KiB", Dimension.SIZE)
+    """Transfers larger than this are split over the detour paths."""
+
+
+class RoutingDesc(_Model):
+    """Route computation."""
+
+    noun: ClassVar[str] = "the routing settings"
+    algorithm: Literal["auto", "dimension_order", "shortest", "up_down", "direct",
+                       "dragonfly_minimal", "hierarchical"] = "auto"
+    """`auto` picks by topology kind."""
+    multipath: MultipathDesc | None = None
+    broadcast: Literal["tree", "cascade", "unicast"] = "tree"
+    """Broadcast by spanning tree, by cascading duplication with duplicate suppression
+    (CusComNet) or by one-hop unicast fan-out on fully connected networks."""
+
+
+class EndpointDesc(_Model):
+    """A transport-layer endpoint: one virtual channel for the user's logic (BlueDBM)."""
+
+    noun: ClassVar[str] = "an endpoint"
+    name: str
+    width: int = Field(ge=8, le=4096, multiple_of=8)
+    """AXI4-Stream data width of the user port, in bits."""
+    managed: bool = True
+    """Managed endpoints have end-to-end credit flow control; unmanaged ones do not."""
+    buffer: Packets | None = None
+    """Receive buffer (managed only); default 64 packets."""
+    credit: int | None = Field(None, ge=1, le=1 << 20)
+    """Packets granted to a sender per credit message (managed only); default 16."""
+    offset: int | None = Field(None, ge=0, le=1 << 20)
+    """Credit message sent this many packets before the sender's credit runs out, hiding
+    the round trip (managed only); default 0."""
+    init_budget: int | None = Field(None, ge=0, le=1 << 20)
+    """Credit messages' worth of packets every sender may send before any credit arrives
+    (managed only); default 1."""
+    priority: int = Field(0, ge=0, le=7)
+    """Priority class (0 = lowest)."""
+
+
+class ClusterDesc(_Model):
+    """A cluster of FPGAs and the network that joins them."""
+
+    model_config = ConfigDict(title="optnet cluster")
+    noun: ClassVar[str] = "the cluster file"
+    optnet: int
+    """Format version; this is version 1."""
+    name: str
+    """Cluster name; a legal identifier."""
+    preset: str | None = None
+    """A topology preset (`optnet topologies`) this file starts from; keys given here
+    override the preset's, mapping by mapping."""
+    description: str = ""
+    source: str | None = None
+    """Where the described system comes from (paper, section)."""
+    defaults: Defaults = Defaults()
+    network: NetworkDesc = NetworkDesc()
+    topology: Topology | None = None
+    """A topology generator; explicit nodes and links refine or extend it."""
+    nodes: list[NodeDesc] = []
+    links: list[LinkDesc] = []
+    routing: RoutingDesc = RoutingDesc()
+    endpoints: list[EndpointDesc] = []
+
+
+# --------------------------------------------------------------------------- board file
+
+
+class LaneDesc(_Model):
+    """One lane: a transceiver channel (serial) or a differential pair per direction."""
+
+    noun: ClassVar[str] = "a lane"
+    site: str | None = None
+    """Transceiver channel site, e.g. GTXE2_CHANNEL_X1Y13 or DCU0_CH0."""
+    tx_p: str | None = None
+    tx_n: str | None = None
+    rx_p: str | None = None
+    rx_n: str | None = None
+
+
+class PairPins(_Model):
+    """Forwarded clock pairs of a parallel port."""
+
+    noun: ClassVar[str] = "the forwarded clock pins"
+    tx_p: str
+    tx_n: str
+    rx_p: str
+    rx_n: str
+
+
+class RefClkDesc(_Model):
+    """Transceiver reference clock."""
+
+    noun: ClassVar[str] = "a reference clock"
+    freq: Frequency
+    p: str | None = None
+    n: str | None = None
+    site: str | None = None
+    """Reference clock buffer site, where the vendor flow wants one."""
+
+
+class OnboardDesc(_Model):
+    """Fixed wiring of an on-board port to another FPGA position of the same board."""
+
+    noun: ClassVar[str] = "the on-board wiring"
+    peer_offset: int = Field(ge=1, le=63)
+    """The port reaches FPGA position (own position + peer_offset) mod FPGAs per board."""
+    peer_port: str
+    """Port name at the peer."""
+
+
+class PortDesc(_Model):
+    """A connector (or on-board bus) and the lanes wired to it."""
+
+    noun: ClassVar[str] = "a board port"
+    kind: Literal["serial", "parallel"]
+    """`serial`: transceiver lanes; `parallel`: source-synchronous LVDS/DDR on GPIO."""
+    connector: str
+    """SFP+, QSFP+, QSFP28, CX4, SMA, FMC-HPC, optical, onboard, header, ..."""
+    lanes: list[LaneDesc] = Field(min_length=1, max_length=256)
+    max_line_rate: Rate | None = None
+    """Per-lane limit of this port, when below the transceiver's."""
+    refclk: RefClkDesc | None = None
+    iostandard: str | None = None
+    clock: PairPins | None = None
+    """Forwarded clock pins (parallel ports)."""
+    onboard: OnboardDesc | None = None
+    verified: bool = True
+    """False when the pins are not confirmed by the board's own documentation."""
+    note: str | None = None
+
+
+class ClockDesc(_Model):
+    """A board oscillator input."""
+
+    noun: ClassVar[str] = "a board clock"
+    freq: Frequency
+    pin: str | None = None
+    p: str | None = None
+    n: str | None = None
+    iostandard: str | None = None
+
+
+class BramDesc(_Model):
+    """Block RAM primitives."""
+
+    noun: ClassVar[str] = "the block RAM figures"
+    blocks: int = Field(ge=0)
+    size: Size
+
+
+class ResourcesDesc(_Model):
+    """Logic resources of the FPGA."""
+
+    noun: ClassVar[str] = "the resource figures"
+    lut: int | None = Field(None, ge=0)
+    alm: int | None = Field(None, ge=0)
+    ff: int = Field(ge=0)
+    bram: BramDesc
+    dsp: int = Field(0, ge=0)
+
+
+class TransceiversDesc(_Model):
+    """The FPGA's multi-gigabit transceivers."""
+
+    noun: ClassVar[str] = "the transceiver figures"
+    type: str
+    min_line_rate: Rate | None = None
+    max_line_rate: Rate
+
+
+class BoardDesc(_Model):
+    """One FPGA on a board and the connectors wired to it."""
+
+    model_config = ConfigDict(title="optnet board")
+    noun: ClassVar[str] = "the board file"
+    optnet_board: int
+    """Board format version; this is version 1."""
+    name: str
+    extends: str | None = None
+    """Board this one refines (mappings merge key by key)."""
+    description: str = ""
+    vendor: Literal["xilinx", "intel", "lattice"]
+    family: str
+    part: str
+    resources: ResourcesDesc
+    transceivers: TransceiversDesc | None = None
+    clocks: dict[str, ClockDesc] = {}
+    ports: dict[str, PortDesc] = {}
+    source: str
+    """Where every fact in this file comes from."""
+    note: str | None = None
