@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from optnet.diagnostics import Diagnostic, DiagnosticError, Location
-from optnet.resources import data_dir
+from optnet.resources import data_dir, shown_path
 from optnet.spec.models import BoardDesc
 from optnet.spec.inherit import inherit
 from optnet.spec.names import check_identifier
@@ -120,7 +120,7 @@ def _dotted(path: tuple) -> str:
     return ".".join(str(p) for p in path)
 
 
-def load_library(dirs: Iterable[Path], base: Path | None = None) -> BoardLibrary:
+def load_library(dirs: Iterable[Path]) -> BoardLibrary:
     """Load every ``*.yaml`` board in ``dirs``; a later directory's board replaces an
     earlier one of the same name.
 
@@ -128,8 +128,6 @@ def load_library(dirs: Iterable[Path], base: Path | None = None) -> BoardLibrary
     ----------
     dirs : iterable of Path
         Directories to read; ones that do not exist are skipped.
-    base : Path, optional
-        Diagnostics show board paths relative to this directory.
 
     Returns
     -------
@@ -143,7 +141,7 @@ def load_library(dirs: Iterable[Path], base: Path | None = None) -> BoardLibrary
         if not directory.is_dir():
             continue
         for path in sorted(directory.glob("*.yaml")):
-            display = _display(path, base)
+            display = shown_path(path)
             raw, diags = _read(path, display)
             library.diagnostics += diags
             if raw is not None:
@@ -166,22 +164,11 @@ def load_library(dirs: Iterable[Path], base: Path | None = None) -> BoardLibrary
     return library
 
 
-def _display(path: Path, base: Path | None) -> str:
-    if base is not None:
-        try:
-            return str(path.resolve().relative_to(base.resolve()))
-        except ValueError:
-            pass
-    if path.resolve().is_relative_to(data_dir("boards").resolve()):
-        return f"<optnet>/boards/{path.name}"
-    return str(path)
-
-
-def load_board_file(path: Path, base: Path | None = None) -> BoardLibrary:
+def load_board_file(path: Path) -> BoardLibrary:
     """Load one board file (with the built-in library and its own directory available for
     ``extends:``); diagnostics concern only that file."""
-    library = load_library([data_dir("boards"), path.parent], base)
-    own = _display(path, base)
+    library = load_library([data_dir("boards"), path.parent])
+    own = shown_path(path)
     library.diagnostics = [d for d in library.diagnostics
                            if d.location is None or d.location.file == own]
     return library

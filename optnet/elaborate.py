@@ -330,22 +330,28 @@ class _Elaborator:
             if a not in self.boards or b not in self.boards:
                 continue
             label = f"{a} -- {b} ({gl.role})"
+            settings = _layers(self.desc.defaults.link, gl.settings)
+            if settings.get("phy", "lvds" if gl.role == "intra" else None) != "lvds":
+                settings.setdefault("lanes", 1)
             pendings.append(_Pending(label, (
                 _EndSpec(a, "", None, None, ("topology",)),
                 _EndSpec(b, "", None, None, ("topology",))),
-                _layers(self.desc.defaults.link, gl.settings), gl.role, gl.dim,
-                ("topology",)))
-            pendings[-1].settings.setdefault("lanes", 1)
+                settings, gl.role, gl.dim, ("topology",)))
         return pendings
 
     def _pick(self, pending: _Pending, side: int, peer: str) -> _EndSpec | None:
-        """The first port of the right kind with enough free lanes, in board order."""
+        """The first port of the right kind with enough free lanes, in board order.
+
+        A parallel link whose lane count is not set takes a whole free port (the width of
+        an on-board bus is the board's, not the topology's), and the other end then needs
+        the same number of lanes.
+        """
         node = pending.ends[side].node
         board, proto = self.boards[node], self.protos[node]
         phy = pending.settings.get("phy")
         kind = PHYS[phy].port_kind if phy else ("parallel" if pending.role == "intra"
                                                   else "serial")
-        count = pending.settings["lanes"]
+        wanted = pending.settings.get("lanes")
         for pname, port in board.ports.items():
             if port.kind != kind or (port.connector == "onboard") != (pending.role == "intra"):
                 continue
@@ -358,6 +364,7 @@ class _Elaborator:
                 if (mine + port.onboard.peer_offset) % per != theirs:
                     continue
             lanes = self._lanes(node, pname)
+            count = wanted or len(lanes)
             start = next((s for s in range(len(lanes) - count + 1)
                           if all(lanes[i] is None for i in range(s, s + count))), None)
             if start is not None:
@@ -376,8 +383,9 @@ class _Elaborator:
                                       []).append(p.ends[side].node)
                     break
                 ends.append(end)
-                self._lanes(end.node, end.port)[end.first:end.last + 1] = \
-                    [p.label] * (end.last - end.first + 1)
+                width = end.last - end.first + 1
+                self._lanes(end.node, end.port)[end.first:end.last + 1] = [p.label] * width
+                p.settings["lanes"] = width
             if len(ends) == 2:
                 p.ends = tuple(ends)
                 placed.append(p)
@@ -456,8 +464,9 @@ class _Elaborator:
                        gen.diameter if pure else None)
 
 
-def _lanes_of(pendings: list[_Pending], role: str) -> int:
-    return next(p.settings["lanes"] for p in pendings if p.role == role)
+def _lanes_of(pendings: list[_Pending], role: str) -> str:
+    lanes = next(p.settings.get("lanes") for p in pendings if p.role == role)
+    return str(lanes) if lanes else "a whole port's"
 
 
 def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary

@@ -9,7 +9,7 @@ from optnet.boards import BoardLibrary, load_board_file, load_library
 from optnet.cluster import Cluster
 from optnet.diagnostics import Diagnostic, DiagnosticError, Location, Severity
 from optnet.elaborate import elaborate
-from optnet.resources import data_dir
+from optnet.resources import data_dir, shown_path
 from optnet.spec.checks import check_cluster
 from optnet.spec.inherit import inherit
 from optnet.spec.models import ClusterDesc
@@ -61,9 +61,7 @@ def load_presets(extra: Path | None = None) -> dict[str, tuple[dict, SourceMap]]
             continue
         for path in sorted(directory.glob("*.yaml")):
             try:
-                data, smap, _ = load_yaml(path.read_text(encoding="utf-8"),
-                                          f"<optnet>/topologies/{path.name}"
-                                          if directory == data_dir("topologies") else str(path))
+                data, smap, _ = load_yaml(path.read_text(encoding="utf-8"), shown_path(path))
             except (OSError, UnicodeDecodeError, DiagnosticError):
                 continue  # a broken preset is reported when it is linted itself
             if isinstance(data, dict):
@@ -102,7 +100,7 @@ def lint_file(path: Path, display: str | None = None,
     InputError
         If the file cannot be read.
     """
-    display = display or str(path)
+    display = display or shown_path(path)
     result = LintResult(display, "")
     try:
         result.text = _read(path, display)
@@ -124,20 +122,22 @@ def lint_file(path: Path, display: str | None = None,
     if "preset" in data:
         presets = load_presets(path.parent / "topologies")
         try:
-            data, smap = inherit(data, smap, "preset", "topology preset", presets)
+            data, smap = inherit(data, smap, "preset", "topology preset", presets,
+                                 point_at_key=True)
         except DiagnosticError as exc:
             result.diagnostics += exc.diagnostics
             return result
-        for _, base_map in presets.values():
-            result.sources.setdefault(base_map.file, base_map.text)
     desc, diags = validate_model(ClusterDesc, data, smap)
     result.diagnostics += diags
     if desc is None:
         return result
     if library is None:
-        library = load_library([data_dir("boards"), path.parent / "boards"], path.parent)
+        local = path.parent / "boards"
+        library = load_library([data_dir("boards"), local])
+        # Shipped boards are checked by optnet's own tests; report only the user's boards.
+        mine = {shown_path(p) for p in local.glob("*.yaml")} if local.is_dir() else set()
         result.diagnostics += [d for d in library.diagnostics
-                               if d.location and not d.location.file.startswith("<optnet>")]
+                               if d.location and d.location.file in mine]
     cluster, diags = elaborate(desc, smap, library)
     result.diagnostics += diags
     if cluster is not None:
@@ -148,7 +148,7 @@ def lint_file(path: Path, display: str | None = None,
 
 
 def _lint_board(path: Path, display: str, result: LintResult) -> LintResult:
-    library = load_board_file(path, Path.cwd())
+    library = load_board_file(path)
     result.diagnostics += library.diagnostics
     for diag in library.diagnostics:
         if diag.location is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["data_dir"]
+__all__ = ["data_dir", "shown_path"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -19,3 +19,11 @@ def data_dir(name: str) -> Path:
     if installed.is_dir():
         return installed
     return _PACKAGE.parent / name
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as diagnostics show it: relative to the working directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path.resolve())

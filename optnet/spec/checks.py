@@ -252,21 +252,22 @@ def _check_buffers(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
 
 
 def _check_unverified(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
-    uses: dict[tuple[str, str], list[tuple[Link, End]]] = defaultdict(list)
+    ports: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    first: dict[str, Link] = {}
     for link in cluster.links:
         for end in (link.a, link.b):
             board = cluster.node(end.node).board
             if not board.ports[end.port].verified:
-                uses[(board.name, end.port)].append((link, end))
+                ports[board.name][end.port] += 1
+                first.setdefault(board.name, link)
     diags = []
-    for (board, port), used in uses.items():
-        link, end = used[0]
-        note = cluster.node(end.node).board.ports[port].note
+    for board, used in ports.items():
+        listed = ", ".join(f"{port} ({count} link ends)" for port, count in sorted(used.items()))
         diags.append(Diagnostic(
-            "W103", f"{len(used)} link end(s) use port {port} of board '{board}' (first "
-            f"{end} on link {link}), whose pins are not verified against the board's "
-            f"documentation{': ' + note if note else ''}.", smap.at(link.origin),
-            hint="Check the pins in the board file before building constraints."))
+            "W103", f"Links use ports of board '{board}' whose pins or sites are not verified "
+            f"against the board's documentation: {listed}.", smap.at(first[board].origin),
+            hint=f"Read the notes of these ports in the board file {board}.yaml and confirm "
+            "the pins before building constraints."))
     return diags
 
 

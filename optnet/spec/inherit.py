@@ -23,12 +23,14 @@ def merge(base: dict, child: dict) -> dict:
 
 
 def inherit(data: dict, smap: SourceMap, key: str, what: str,
-            library: Mapping[str, tuple[dict, SourceMap]], chain: tuple[str, ...] = ()
-            ) -> tuple[dict, SourceMap]:
+            library: Mapping[str, tuple[dict, SourceMap]], chain: tuple[str, ...] = (),
+            *, point_at_key: bool = False) -> tuple[dict, SourceMap]:
     """Resolve ``data[key]`` (the name of a base document in ``library``) recursively.
 
     Returns the merged document without ``key`` and a source map in which every value
-    points at the file that wrote it.
+    points at the file that wrote it, or, with ``point_at_key``, every inherited value
+    points at ``key`` in this file (so that a finding in a cluster built from a shipped
+    preset is reported in the user's own file).
 
     Raises
     ------
@@ -51,6 +53,10 @@ def inherit(data: dict, smap: SourceMap, key: str, what: str,
     base, base_map = inherit(*library[base_name], key, what, library, (*chain, base_name))
     merged = merge({k: v for k, v in base.items() if k not in (key, "name")},
                    {k: v for k, v in data.items() if k != key})
-    combined = SourceMap(smap.file, smap.text, {**base_map.values, **smap.values},
-                         {**base_map.keys, **smap.keys}, {**base_map.plain, **smap.plain})
+    base_values, base_keys = base_map.values, base_map.keys
+    if point_at_key:
+        base_values = dict.fromkeys(base_values, where)
+        base_keys = dict.fromkeys(base_keys, smap.at((key,), key=True))
+    combined = SourceMap(smap.file, smap.text, {**base_values, **smap.values},
+                         {**base_keys, **smap.keys}, {**base_map.plain, **smap.plain})
     return merged, combined

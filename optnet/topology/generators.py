@@ -151,7 +151,17 @@ def _dragonfly(t: m.DragonflyTopology) -> Generated:
             slot_y = rnd * (g - 1) + (x - y - 1) % g
             links.append(GenLink(x * a + slot_x // h, y * a + slot_y // h, "global",
                                  global_settings))
-    diameter = 3 if a > 1 else 1
+    # Closed forms only where they are certain: one router per group is a complete graph;
+    # every router reaching every other group gives local-then-global, 2 hops; the balanced
+    # dragonfly (one link per group pair) needs local-global-local, 3 hops.
+    if a == 1:
+        diameter = 1
+    elif h == g - 1:
+        diameter = 2
+    elif slots == g - 1:
+        diameter = 3
+    else:
+        diameter = None
     return Generated("dragonfly", tuple(nodes), tuple(links), diameter)
 
 
