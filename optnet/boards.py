@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from optnet.diagnostics import Diagnostic, DiagnosticError, Location
 from optnet.resources import data_dir, shown_path
-from optnet.spec.models import BoardDesc
 from optnet.spec.inherit import inherit
+from optnet.spec.models import BoardDesc
 from optnet.spec.names import check_identifier
 from optnet.spec.source import SourceMap, load_yaml
 from optnet.spec.validate import did_you_mean, validate_model
@@ -133,11 +134,25 @@ def load_library(dirs: Iterable[Path]) -> BoardLibrary:
     -------
     BoardLibrary
         Every board that validated, plus diagnostics (codes E0xx, E030) for every board that
-        did not; a broken board never stops the others from loading.
+        did not; a broken board never stops the others from loading. Results are cached
+        until a file in ``dirs`` changes.
     """
+    stamp = []
+    for directory in dirs:
+        files = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
+        stamp.append((str(directory.resolve()),
+                      tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)))
+    cached = _load_library(tuple(stamp), Path.cwd())
+    return BoardLibrary(dict(cached.boards), dict(cached.files), list(cached.diagnostics))
+
+
+@functools.lru_cache(maxsize=16)
+def _load_library(stamp: tuple, _cwd: Path) -> BoardLibrary:
+    # _cwd is part of the key because diagnostics name files relative to it.
     library = BoardLibrary()
     raws: dict[str, _RawBoard] = {}
-    for directory in dirs:
+    for text, _ in stamp:
+        directory = Path(text)
         if not directory.is_dir():
             continue
         for path in sorted(directory.glob("*.yaml")):

@@ -216,8 +216,8 @@ class _Elaborator:
         lanes = self._lanes(end.node, end.port)
         where = (*end.path,) if end.path[0] == "links" else pending.origin
         if count > len(lanes):
-            self.error("E105", f"Link {pending.label} needs {count} lanes, but port "
-                       f"{end.node}.{end.port} has only {len(lanes)}.", where)
+            self.error("E105", f"Link {pending.label} needs {_lanes(count)}, but port "
+                       f"{end.node}.{end.port} has only {_lanes(len(lanes))}.", where)
             return None
         if end.first is not None:
             wanted = range(end.first, end.last + 1)
@@ -231,7 +231,7 @@ class _Elaborator:
                            if all(lanes[i] is None for i in range(s, s + count))), None)
             if wanted is None:
                 users = sorted({u for u in lanes if u})
-                self.error("E104", f"Link {pending.label} needs {count} free lanes on port "
+                self.error("E104", f"Link {pending.label} needs {_lanes(count)} free on port "
                            f"{end.node}.{end.port}, but its lanes are already used by "
                            f"{', '.join(users)}.", where)
                 return None
@@ -431,6 +431,8 @@ class _Elaborator:
         gen = self.generated()
         self.explicit_nodes()
         if not self.protos:
+            if self.desc.topology is not None:
+                return None  # the generator has already said why there are no nodes
             self.error("E116", "The cluster has no nodes: give a 'topology' or a list of "
                        "'nodes'.", ())
             return None
@@ -462,6 +464,10 @@ class _Elaborator:
         return Cluster(self.desc, nodes, tuple(self.links),
                        self.desc.topology.kind if self.desc.topology else None,
                        gen.diameter if pure else None)
+
+
+def _lanes(count: int) -> str:
+    return f"{count} lane{'s' if count != 1 else ''}"
 
 
 def _lanes_of(pendings: list[_Pending], role: str) -> str:

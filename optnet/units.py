@@ -169,4 +169,7 @@ def format_quantity(q: Quantity) -> str:
             text = _decimal_text(scaled)
             if text is not None:
                 return f"{text}{unit}"
-    return f"{float(q.value):g}{q.dim.value}"
+    # No short exact decimal: four significant digits in the largest unit that gives >= 1.
+    unit, scale = next(((u, s) for u, s in _DISPLAY[q.dim] if q.value / s >= 1),
+                       _DISPLAY[q.dim][-1])
+    return f"{float(q.value / scale):.4g}{unit}"

@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import networkx as nx
 
-from optnet.cluster import Cluster, End, Link, graph
+from optnet.cluster import Cluster, Link, graph
 from optnet.diagnostics import Diagnostic
 from optnet.phys import PARALLEL_REACH, PHYS
 from optnet.spec.names import check_identifier
@@ -262,7 +262,8 @@ def _check_unverified(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
                 first.setdefault(board.name, link)
     diags = []
     for board, used in ports.items():
-        listed = ", ".join(f"{port} ({count} link ends)" for port, count in sorted(used.items()))
+        listed = ", ".join(f"{port} ({count} link end{'s' if count > 1 else ''})"
+                           for port, count in sorted(used.items()))
         diags.append(Diagnostic(
             "W103", f"Links use ports of board '{board}' whose pins or sites are not verified "
             f"against the board's documentation: {listed}.", smap.at(first[board].origin),
@@ -298,4 +299,4 @@ def check_cluster(cluster: Cluster, smap: SourceMap, *, complete: bool) -> list[
     diags = []
     for check in CHECKS + (GLOBAL_CHECKS if complete else ()):
         diags += check(cluster, smap)
-    return diags
+    return list(dict.fromkeys(diags))

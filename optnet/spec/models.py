@@ -45,7 +45,8 @@ def _quantity(dim: Dimension, description: str):
         "examples": [EXAMPLES[dim]],
         "description": description,
     }
-    return Annotated[Quantity, PlainValidator(validate), PlainSerializer(str, return_type=str, when_used="json"),
+    return Annotated[Quantity, PlainValidator(validate),
+                     PlainSerializer(str, return_type=str, when_used="json"),
                      WithJsonSchema(schema)]
 
 
@@ -116,7 +117,7 @@ class RouterDesc(_Model):
     """Router micro-architecture."""
 
     noun: ClassVar[str] = "the router settings"
-    buffer: Flits = q("8 flits", Dimension.FLITS)
+    buffer: Flits = q("16 flits", Dimension.FLITS)
     """Input buffer depth per port and virtual channel."""
     allocator: Literal["round_robin", "islip"] = "round_robin"
     """Switch allocator: separable round robin, or iSLIP."""
