@@ -121,11 +121,11 @@ def boards(fmt: str) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     table = Table(title="optnet board library")
-    for column in ("board", "vendor / family", "part", "transceivers", "ports", "LUT/ALM",
-                   "BRAM"):
+    table.add_column("board", no_wrap=True)
+    for column in ("part", "transceivers", "ports", "LUT/ALM", "BRAM"):
         table.add_column(column)
     for r in rows:
-        table.add_row(r["name"], f"{r['vendor']} {r['family']}", r["part"], r["transceivers"],
+        table.add_row(r["name"], r["part"], r["transceivers"],
                       ", ".join(f"{p} {v}" for p, v in r["ports"].items()),
                       f"{r['logic']:,}" if r["logic"] else "", r["bram"])
     Console(soft_wrap=False).print(table)
@@ -159,7 +159,8 @@ def topologies(fmt: str) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     table = Table(title="optnet topology presets")
-    for column in ("preset", "kind", "nodes", "links", "board", "description"):
+    table.add_column("preset", no_wrap=True)
+    for column in ("kind", "nodes", "links", "board", "description"):
         table.add_column(column)
     for r in rows:
         table.add_row(r["name"], r["kind"], str(r["nodes"]), str(r["links"]), r["board"] or "",

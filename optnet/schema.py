@@ -22,5 +22,15 @@ def cluster_schema() -> dict:
 
 
 def board_schema() -> dict:
-    """Schema of board files (``schema/board.schema.json``)."""
-    return _schema(BoardDesc, "https://optnet.invalid/schema/board.schema.json")
+    """Schema of board files (``schema/board.schema.json``).
+
+    A board that ``extends:`` another gives only what differs, so the keys a complete
+    board requires are required only when ``extends`` is absent.
+    """
+    schema = _schema(BoardDesc, "https://optnet.invalid/schema/board.schema.json")
+    always = ["optnet_board", "name"]
+    complete = schema.pop("required")
+    schema["required"] = always
+    schema["if"] = {"required": ["extends"], "properties": {"extends": {"type": "string"}}}
+    schema["else"] = {"required": complete}
+    return schema
