@@ -399,7 +399,7 @@ class _Elaborator:
             needed = sum(1 for p in pendings if first in (p.ends[0].node, p.ends[1].node)
                          and p.role == role)
             self.error("E112", f"Node '{first}'{more} needs {needed} {role} links of "
-                       f"{_lanes_of(pendings, role)} lanes each, but its board '{board_name}' "
+                       f"{_lanes_of(pendings, role)} each, but its board '{board_name}' "
                        f"does not have enough free ports of the right kind; its ports: "
                        f"{ports}.", ("topology",), key=True,
                        hint="Use fewer lanes per link, a board with more ports, or "
@@ -472,7 +472,7 @@ def _lanes(count: int) -> str:
 
 def _lanes_of(pendings: list[_Pending], role: str) -> str:
     lanes = next(p.settings.get("lanes") for p in pendings if p.role == role)
-    return str(lanes) if lanes else "a whole port's"
+    return _lanes(lanes) if lanes else "a whole port's lanes"
 
 
 def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary

@@ -171,7 +171,7 @@ class RingTopology(_Generated):
 
     noun: ClassVar[str] = "the ring topology"
     kind: Literal["ring"]
-    nodes: int = Field(ge=3, le=65536)
+    nodes: int = Field(ge=3, le=8192)
 
 
 class LineTopology(_Generated):
@@ -179,7 +179,7 @@ class LineTopology(_Generated):
 
     noun: ClassVar[str] = "the line topology"
     kind: Literal["line"]
-    nodes: int = Field(ge=2, le=65536)
+    nodes: int = Field(ge=2, le=8192)
 
 
 class MeshTopology(_Generated):
@@ -205,7 +205,7 @@ class FullTopology(_Generated):
 
     noun: ClassVar[str] = "the fully connected topology"
     kind: Literal["full"]
-    nodes: int = Field(ge=2, le=1024)
+    nodes: int = Field(ge=2, le=256)
 
 
 class HypercubeTopology(_Generated):

@@ -18,7 +18,7 @@ from optnet.spec import models as m
 
 __all__ = ["MAX_NODES", "GenLink", "GenNode", "Generated", "generate"]
 
-MAX_NODES = 65536
+MAX_NODES = 8192
 
 
 @dataclass(frozen=True)

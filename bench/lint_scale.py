@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Median wall time of `optnet lint` on generated dragonfly and torus clusters.
+
+Usage: python bench/lint_scale.py [--runs N]
+
+Each cluster is written to a temporary file and linted in a fresh process (so the figure
+includes interpreter start-up and imports, as a user or CI sees it). Target (issue 2):
+under 2 s for 1024 nodes on the 2-core reference machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_S = 2.0
+
+
+def torus(n: int) -> str:
+    a = 2 ** (int(math.log2(n)) // 2)
+    return (f"defaults: {{board: vc707, link: {{phy: aurora_64b66b, lanes: 2, "
+            f"line_rate: 10Gbps}}}}\ntopology: {{kind: torus, dims: [{a}, {n // a}]}}\n")
+
+
+def dragonfly(n: int) -> str:
+    # Balanced-ish dragonfly of Stratix 10 MX cards (32 optical lanes each): a routers per
+    # group, enough global links per router to join every pair of groups once.
+    a = {64: 8, 256: 16, 1024: 32}[n]
+    g = n // a
+    h = math.ceil((g - 1) / a)
+    return ("defaults: {board: stratix10mx_optics, link: {phy: serial_lite_3, lanes: 1, "
+            "line_rate: 25Gbps}}\n"
+            f"topology: {{kind: dragonfly, groups: {g}, routers: {a}, global_links: {h}}}\n")
+
+
+def run(path: Path, runs: int) -> tuple[float, int]:
+    times = []
+    code = 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "optnet", "lint", str(path)],
+                              capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+        code = proc.returncode
+    return statistics.median(times), code
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    print(f"optnet lint, median of {args.runs} runs (fresh process each), target < {TARGET_S} s "
+          "at 1024 nodes")
+    print(f"{'topology':<10} {'nodes':>6} {'links':>6} {'median s':>9} {'exit':>5}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make in (("torus", torus), ("dragonfly", dragonfly)):
+            for n in (64, 256, 1024):
+                path = Path(tmp) / f"{name}_{n}.yaml"
+                path.write_text(f"optnet: 1\nname: {name}_{n}\n{make(n)}")
+                from optnet.lint import lint_file
+                links = len(lint_file(path).cluster.links)
+                median, code = run(path, args.runs)
+                flag = "" if n < 1024 or median < TARGET_S else "  (over target)"
+                print(f"{name:<10} {n:>6} {links:>6} {median:>9.3f} {code:>5}{flag}")
+
+
+if __name__ == "__main__":
+    main()
