@@ -92,12 +92,12 @@ def test_dragonfly(g, a, h):
     assert len(gen.nodes) == g * a
     glob = [link for link in gen.links if link.role == "global"]
     # every pair of groups is joined, and no router has more than h global links
-    pairs = Counter(frozenset((gen.nodes[l.a].group, gen.nodes[l.b].group)) for l in glob)
+    pairs = Counter(frozenset((gen.nodes[ln.a].group, gen.nodes[ln.b].group)) for ln in glob)
     assert set(pairs) == {frozenset(p) for p in itertools.combinations(range(g), 2)}
-    per_router = Counter(x for l in glob for x in (l.a, l.b))
+    per_router = Counter(x for ln in glob for x in (ln.a, ln.b))
     assert max(per_router.values()) <= h
-    assert all(gen.nodes[l.a].group == gen.nodes[l.b].group
-               for l in gen.links if l.role == "local")
+    assert all(gen.nodes[ln.a].group == gen.nodes[ln.b].group
+               for ln in gen.links if ln.role == "local")
     if gen.diameter is not None:
         assert nx.diameter(nx.Graph(graph)) == gen.diameter
 
@@ -133,22 +133,22 @@ def test_bee3_topologies(name, pattern, channels, plane, group, inter, diameter)
                          inter={"pattern": pattern, "channels": channels, "plane_size": plane,
                                 "group_size": group}))
     g = _graph(gen)
-    intra = [l for l in gen.links if l.role == "intra"]
-    links = [l for l in gen.links if l.role == "inter"]
+    intra = [ln for ln in gen.links if ln.role == "intra"]
+    links = [ln for ln in gen.links if ln.role == "inter"]
     assert len(intra) == 8 * 6 and len(links) == inter
     enc = [n.enclosure for n in gen.nodes]
-    assert all(enc[l.a] == enc[l.b] for l in intra)
-    assert all(enc[l.a] != enc[l.b] for l in links)
-    per_fpga = Counter(x for l in links for x in (l.a, l.b))
+    assert all(enc[ln.a] == enc[ln.b] for ln in intra)
+    assert all(enc[ln.a] != enc[ln.b] for ln in links)
+    per_fpga = Counter(x for ln in links for x in (ln.a, ln.b))
     assert max(per_fpga.values()) <= channels
     assert nx.diameter(nx.Graph(g)) == diameter
     if name == "eight_x1":  # FPGA X only ever talks to FPGA X of other enclosures
-        assert all(gen.nodes[l.a].position == gen.nodes[l.b].position for l in links)
+        assert all(gen.nodes[ln.a].position == gen.nodes[ln.b].position for ln in links)
     if name == "four_x2":  # A/B pair and C/D pair form separate planes
-        assert all((gen.nodes[l.a].position < 2) == (gen.nodes[l.b].position < 2)
-                   for l in links)
+        assert all((gen.nodes[ln.a].position < 2) == (gen.nodes[ln.b].position < 2)
+                   for ln in links)
     if name == "one_x8":  # every enclosure pair in a group joined once, cross links matched
-        enclosure_pairs = Counter(frozenset((enc[l.a], enc[l.b])) for l in links)
+        enclosure_pairs = Counter(frozenset((enc[ln.a], enc[ln.b])) for ln in links)
         assert len(enclosure_pairs) == 16 and set(enclosure_pairs.values()) == {1}
 
 
