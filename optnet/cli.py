@@ -20,6 +20,7 @@ from rich.table import Table
 from optnet import __version__
 from optnet.boards import load_library
 from optnet.diagnostics import Severity
+from optnet.emit.format_doc import format_reference
 from optnet.lint import InputError, lint_file, load_presets
 from optnet.render import FORMATS, render, summary
 from optnet.resources import data_dir
@@ -96,8 +97,13 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool) -> None:
 
 @cli.command()
 @click.option("--board", is_flag=True, help="The schema of board files instead.")
-def schema(board: bool) -> None:
+@click.option("--markdown", is_flag=True,
+              help="The Markdown reference of both formats and all diagnostic codes instead.")
+def schema(board: bool, markdown: bool) -> None:
     """Print the JSON Schema of cluster files (or, with --board, of board files)."""
+    if markdown:
+        click.echo(format_reference(), nl=False)
+        return
     click.echo(json.dumps(board_schema() if board else cluster_schema(), indent=2))
 
 

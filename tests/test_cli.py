@@ -137,3 +137,15 @@ def test_topologies_listing(run):
         "description": "BEE3 Two-x4, 8 enclosures x 4 FPGAs, every enclosure pair joined by one "
                        "x4 channel"}
     assert all(row["ok"] for row in rows.values())
+
+
+def test_format_reference_is_current(run):
+    """docs/format.md is generated from the schema (OPTNET_UPDATE_GOLDEN=1 rewrites it)."""
+    from .conftest import UPDATE_GOLDEN
+    generated = run("schema", "--markdown").stdout
+    path = ROOT / "docs" / "format.md"
+    if UPDATE_GOLDEN:
+        path.write_text(generated)
+    assert path.read_text() == generated
+    assert "| E104 | port-reused | error |" in generated
+    assert "| `vcs` | integer 1..16 |  | `2` | Virtual channels per link. |" in generated

@@ -152,7 +152,9 @@ class NetworkDesc(_Model):
     vcs: int = Field(2, ge=1, le=16)
     """Virtual channels per link."""
     router: RouterDesc = RouterDesc()
+    """Router micro-architecture."""
     reliability: ReliabilityDesc = ReliabilityDesc()
+    """Link-level CRC and retransmission."""
     priorities: int = Field(1, ge=1, le=8)
     """Priority classes (CusComNet routes high-priority packets first)."""
 
@@ -172,6 +174,7 @@ class RingTopology(_Generated):
     noun: ClassVar[str] = "the ring topology"
     kind: Literal["ring"]
     nodes: int = Field(ge=3, le=8192)
+    """Number of nodes."""
 
 
 class LineTopology(_Generated):
@@ -180,6 +183,7 @@ class LineTopology(_Generated):
     noun: ClassVar[str] = "the line topology"
     kind: Literal["line"]
     nodes: int = Field(ge=2, le=8192)
+    """Number of nodes."""
 
 
 class MeshTopology(_Generated):
@@ -206,6 +210,7 @@ class FullTopology(_Generated):
     noun: ClassVar[str] = "the fully connected topology"
     kind: Literal["full"]
     nodes: int = Field(ge=2, le=256)
+    """Number of nodes."""
 
 
 class HypercubeTopology(_Generated):
@@ -213,7 +218,8 @@ class HypercubeTopology(_Generated):
 
     noun: ClassVar[str] = "the hypercube topology"
     kind: Literal["hypercube"]
-    dimension: int = Field(ge=1, le=16)
+    dimension: int = Field(ge=1, le=13)
+    """Number of dimensions."""
 
 
 class DragonflyTopology(_Generated):
@@ -222,6 +228,7 @@ class DragonflyTopology(_Generated):
     noun: ClassVar[str] = "the dragonfly topology"
     kind: Literal["dragonfly"]
     groups: int = Field(ge=2, le=4096)
+    """Number of groups."""
     routers: int = Field(ge=1, le=256)
     """Routers (FPGAs) per group."""
     global_links: int = Field(ge=1, le=64)
@@ -256,6 +263,7 @@ class HierarchicalTopology(_Generated):
     noun: ClassVar[str] = "the hierarchical topology"
     kind: Literal["hierarchical"]
     enclosures: int = Field(ge=1, le=1024)
+    """Number of enclosures (boxes, or boards carrying several FPGAs)."""
     per_enclosure: int = Field(ge=1, le=64)
     """FPGAs per enclosure; node e*per_enclosure + i is FPGA i of enclosure e."""
     intra: LinkSettings = LinkSettings()
@@ -324,6 +332,7 @@ class EndpointDesc(_Model):
 
     noun: ClassVar[str] = "an endpoint"
     name: str
+    """Legal identifier; the name of the endpoint's AXI4-Stream ports."""
     width: int = Field(ge=8, le=4096, multiple_of=8)
     """AXI4-Stream data width of the user port, in bits."""
     managed: bool = True
@@ -355,16 +364,23 @@ class ClusterDesc(_Model):
     """A topology preset (`optnet topologies`) this file starts from; keys given here
     override the preset's, mapping by mapping."""
     description: str = ""
+    """One line saying what the cluster is."""
     source: str | None = None
     """Where the described system comes from (paper, section)."""
     defaults: Defaults = Defaults()
+    """Board and link settings inherited by every node and link."""
     network: NetworkDesc = NetworkDesc()
+    """Clock, flit width, flow control, virtual channels, router and reliability."""
     topology: Topology | None = None
     """A topology generator; explicit nodes and links refine or extend it."""
     nodes: list[NodeDesc] = []
+    """Explicit nodes; one named like a generated node refines it."""
     links: list[LinkDesc] = []
+    """Explicit links, in addition to generated ones."""
     routing: RoutingDesc = RoutingDesc()
+    """Route computation and broadcast."""
     endpoints: list[EndpointDesc] = []
+    """Transport endpoints present on every node."""
 
 
 # --------------------------------------------------------------------------- board file
