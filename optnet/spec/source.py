@@ -193,8 +193,12 @@ def load_yaml(text: str, file: str) -> tuple[object, SourceMap, list[Diagnostic]
         loc = _location(file, mark) if mark else Location(file, 1, 1)
         problem = (exc.problem or "malformed YAML").rstrip(".")
         context = f" ({exc.context})" if exc.context else ""
+        hint = None
+        if "flow" in (exc.context or ""):
+            hint = ("Inside [ ] or { }, a value that contains [ ] { } or a comma must be quoted, "
+                    "for example \"n0.fmc1_hpc[0..1]\".")
         raise DiagnosticError([Diagnostic(
-            "E001", f"The file is not valid YAML: {problem}{context}.", loc)]) from None
+            "E001", f"The file is not valid YAML: {problem}{context}.", loc, hint)]) from None
     except yaml.YAMLError as exc:
         raise DiagnosticError([Diagnostic(
             "E001", f"The file is not valid YAML: {exc}.", Location(file, 1, 1))]) from None
