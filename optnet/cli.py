@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -123,18 +124,10 @@ def boards(fmt: str) -> None:
             "logic": b.resources.lut or b.resources.alm,
             "bram": format_quantity(_bram(b)),
         })
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
-        return
-    table = Table(title="optnet board library")
-    table.add_column("board", no_wrap=True)
-    for column in ("part", "transceivers", "ports", "LUT/ALM", "BRAM"):
-        table.add_column(column)
-    for r in rows:
-        table.add_row(r["name"], r["part"], r["transceivers"],
-                      ", ".join(f"{p} {v}" for p, v in r["ports"].items()),
-                      f"{r['logic']:,}" if r["logic"] else "", r["bram"])
-    Console(soft_wrap=False).print(table)
+    _listing(rows, fmt, "optnet board library", [
+        ("board", "name"), ("part", "part"), ("transceivers", "transceivers"),
+        ("ports", lambda r: ", ".join(f"{p} {v}" for p, v in r["ports"].items())),
+        ("LUT/ALM", lambda r: f"{r['logic']:,}" if r["logic"] else ""), ("BRAM", "bram")])
 
 
 def _bram(board: BoardDesc) -> Quantity:
@@ -161,16 +154,23 @@ def topologies(fmt: str) -> None:
             "description": cluster.desc.description if cluster else "",
             "ok": result.ok,
         })
+    _listing(rows, fmt, "optnet topology presets", [
+        ("preset", "name"), ("kind", "kind"), ("nodes", "nodes"), ("links", "links"),
+        ("board", "board"), ("description", "description")])
+
+
+def _listing(rows: list[dict], fmt: str, title: str,
+             columns: list[tuple[str, str | Callable[[dict], str]]]) -> None:
+    """Print ``rows`` as JSON or as a table; a column is a row key or a function of the row."""
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    table = Table(title="optnet topology presets")
-    table.add_column("preset", no_wrap=True)
-    for column in ("kind", "nodes", "links", "board", "description"):
-        table.add_column(column)
-    for r in rows:
-        table.add_row(r["name"], r["kind"], str(r["nodes"]), str(r["links"]), r["board"] or "",
-                      r["description"])
+    table = Table(title=title)
+    for i, (header, _) in enumerate(columns):
+        table.add_column(header, no_wrap=i == 0)
+    for row in rows:
+        table.add_row(*(str(get(row) if callable(get) else (row[get] or ""))
+                        for _, get in columns))
     Console(soft_wrap=False).print(table)
 
 
