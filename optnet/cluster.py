@@ -69,11 +69,6 @@ class End:
     def __str__(self) -> str:
         return f"{self.node}.{self.port}"
 
-    def lanes_text(self) -> str:
-        """``[2..3]`` style lane range."""
-        first, last = self.lanes[0], self.lanes[-1]
-        return f"[{first}]" if first == last else f"[{first}..{last}]"
-
 
 @dataclass(frozen=True)
 class Link:

@@ -66,7 +66,7 @@ class _Pending:
     role: str
     dim: int | None
     origin: Path
-    lanes: tuple[tuple[int, ...] | None, tuple[int, ...] | None] = (None, None)
+    lanes: list[tuple[int, ...] | None] = field(default_factory=lambda: [None, None])
 
 
 def parse_end(text: str) -> tuple[str, str, int | None, int | None] | None:
@@ -214,7 +214,7 @@ class _Elaborator:
     def _reserve(self, pending: _Pending, side: int, count: int) -> tuple[int, ...] | None:
         end = pending.ends[side]
         lanes = self._lanes(end.node, end.port)
-        where = (*end.path,) if end.path[0] == "links" else pending.origin
+        where = end.path
         if count > len(lanes):
             self.error("E105", f"Link {pending.label} needs {_lanes(count)}, but port "
                        f"{end.node}.{end.port} has only {_lanes(len(lanes))}.", where)
@@ -441,15 +441,13 @@ class _Elaborator:
         explicit = self.explicit_links()
         ranged = [(p, s) for p in explicit for s in (0, 1) if p.ends[s].first is not None]
         free = [(p, s) for p in explicit for s in (0, 1) if p.ends[s].first is None]
-        results: dict[int, list] = {id(p): [None, None] for p in explicit}
         for p, side in ranged + free:
-            results[id(p)][side] = self._reserve(p, side, p.settings["lanes"])
+            p.lanes[side] = self._reserve(p, side, p.settings["lanes"])
         for p in explicit:
-            got = results[id(p)]
-            if None in got:
+            if None in p.lanes:
                 continue
             p.ends = tuple(replace(e, first=lanes[0], last=lanes[-1])
-                           for e, lanes in zip(p.ends, got, strict=True))
+                           for e, lanes in zip(p.ends, p.lanes, strict=True))
             self.finish(p)
         if gen is not None:
             for p in self.assign_generated(self.generated_links(gen)):

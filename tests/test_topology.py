@@ -198,3 +198,11 @@ def test_torus_degree_property(dims):
     g = nx.Graph(_graph(gen))
     assert nx.is_connected(g)
     assert g.number_of_edges() == len(gen.links)  # no parallel links
+
+
+def test_phy_names_match_phy_table():
+    import typing
+
+    from optnet.phys import PHYS
+    from optnet.spec.models import Phy
+    assert set(typing.get_args(Phy)) == set(PHYS)

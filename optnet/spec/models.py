@@ -17,7 +17,6 @@ from pydantic_core import PydanticCustomError
 from optnet.units import EXAMPLES, UNITS, Dimension, Quantity, QuantityError, parse_quantity
 
 __all__ = [
-    "PHYS",
     "BoardDesc",
     "ClusterDesc",
     "EndpointDesc",
@@ -63,7 +62,7 @@ def q(text: str, dim: Dimension) -> Quantity:
     return parse_quantity(text, dim)
 
 
-PHYS = ("aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "raw_8b10b", "lvds")
+# The PHY names; optnet.phys.PHYS holds what each supports (a test keeps the two in step).
 Phy = Literal["aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "raw_8b10b",
               "lvds"]
 
