@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import click
@@ -21,13 +22,17 @@ from rich.table import Table
 from optnet import __version__
 from optnet.boards import load_library
 from optnet.diagnostics import Severity
+from optnet.emit.env import render_template
 from optnet.emit.format_doc import format_reference
 from optnet.lint import InputError, lint_file, load_presets
 from optnet.render import FORMATS, render, summary
 from optnet.resources import data_dir
+from optnet.routing.export import route_json, write_tables
+from optnet.routing.metrics import compute_metrics
+from optnet.routing.tables import node_tables
 from optnet.schema import board_schema, cluster_schema
 from optnet.spec.models import BoardDesc
-from optnet.units import Quantity, format_quantity
+from optnet.units import Dimension, Quantity, format_quantity
 
 __all__ = ["main"]
 
@@ -94,6 +99,45 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool) -> None:
         sys.exit(EXIT_USAGE)
     failing = [d for d in diags if strict or d.severity is Severity.ERROR]
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+@cli.command("route")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.option("--tables", is_flag=True, help="Include every node's routing table.")
+@click.option("--paths", is_flag=True, help="Include the path of every flow (JSON only).")
+@click.option("--emit", "emit_dir", type=click.Path(file_okay=False),
+              help="Write routes.json, routes.hex, mcast.hex and routes.h per node here.")
+def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str | None) -> None:
+    """Route FILE, prove it deadlock-free and print the algorithm, proof and metrics.
+
+    Exit status 0 when routed and proven, 1 with any error finding, 2 when unreadable.
+    """
+    try:
+        result = lint_file(Path(file))
+    except InputError as exc:
+        click.echo(f"optnet: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
+    routed = result.routed
+    if result.diagnostics:
+        click.echo(render(result.diagnostics, "text", result.sources, 1), err=True, nl=False)
+    if routed is None or errors:
+        sys.exit(EXIT_FINDINGS)
+    metrics = compute_metrics(routed)
+    node_tabs = node_tables(routed) if tables or emit_dir else []
+    if emit_dir:
+        write_tables(Path(emit_dir), node_tabs)
+    if fmt == "json":
+        doc = route_json(routed, metrics, node_tabs if tables else None, paths)
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(render_template("report/route.txt.j2", r=routed, m=metrics,
+                                   tables=node_tabs if tables else None,
+                                   rate=lambda v: format_quantity(
+                                       Quantity(Fraction(v).limit_denominator(1000),
+                                                Dimension.RATE))), nl=False)
 
 
 @cli.command()

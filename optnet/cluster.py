@@ -121,8 +121,10 @@ class Cluster:
     nodes: tuple[Node, ...]
     links: tuple[Link, ...]
     topology: str | None
+    generated: bool
+    """True when a generator built the whole network and nothing explicit changed it."""
     diameter_hint: int | None
-    """Hop diameter in closed form when a generator built the whole network unchanged."""
+    """Hop diameter in closed form when ``generated`` and the shape has one."""
     _by_name: dict[str, Node] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

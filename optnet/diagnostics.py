@@ -99,11 +99,17 @@ CODES: dict[str, Code] = _codes(
                                  "together."),
     ("E116", "empty-cluster", "The cluster has no nodes."),
     ("E117", "endpoint-credit", "An endpoint's credit parameters cannot work together."),
+    ("E201", "deadlock", "The routing's channel dependency graph has a cycle (too few VCs, or "
+                         "a broadcast that closes one)."),
+    ("E202", "routing-not-applicable", "The chosen routing algorithm cannot route this "
+                                       "topology."),
+    ("E203", "broadcast-unsupported", "The broadcast mode cannot work on this network."),
     ("W101", "credit-below-bdp", "A credit is smaller than the bandwidth-delay product of the "
                                  "longest path, so the flow cannot reach full bandwidth."),
     ("W102", "packet-exceeds-buffer", "A maximum-size packet does not fit an input buffer."),
     ("W103", "unverified-pins", "A link uses a board port whose pins are not verified."),
     ("W104", "link-too-long", "A link is longer than its PHY and connector reach reliably."),
+    ("W201", "multipath-ignored", "Multipath is set but only direct routing uses it."),
 )
 
 

@@ -460,7 +460,7 @@ class _Elaborator:
         pure = gen is not None and not self.desc.links and \
             all(nd.name in {g.name for g in gen.nodes} for nd in self.desc.nodes)
         return Cluster(self.desc, nodes, tuple(self.links),
-                       self.desc.topology.kind if self.desc.topology else None,
+                       self.desc.topology.kind if self.desc.topology else None, pure,
                        gen.diameter if pure else None)
 
 

@@ -10,6 +10,7 @@ from optnet.cluster import Cluster
 from optnet.diagnostics import Diagnostic, DiagnosticError, Location, Severity
 from optnet.elaborate import elaborate
 from optnet.resources import data_dir, shown_path
+from optnet.routing.route import Routed, route
 from optnet.spec.checks import check_cluster
 from optnet.spec.inherit import inherit
 from optnet.spec.models import ClusterDesc
@@ -33,6 +34,7 @@ class LintResult:
     text: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
     cluster: Cluster | None = None
+    routed: Routed | None = None
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -144,6 +146,10 @@ def lint_file(path: Path, display: str | None = None,
         complete = not any(d.severity is Severity.ERROR for d in result.diagnostics)
         result.diagnostics += check_cluster(cluster, smap, complete=complete)
         result.cluster = cluster
+        # Routing needs a whole, physically sound cluster; its findings are E2xx.
+        if not any(d.severity is Severity.ERROR for d in result.diagnostics):
+            result.routed, diags = route(cluster, smap)
+            result.diagnostics += diags
     return result
 
 

@@ -22,7 +22,7 @@ def test_version(run):
     assert result.output.strip() == f"optnet, version {__version__}"
 
 
-@pytest.mark.parametrize("command", ["lint", "schema", "boards", "topologies"])
+@pytest.mark.parametrize("command", ["lint", "route", "schema", "boards", "topologies"])
 def test_every_command_has_help(run, command):
     result = run(command, "--help")
     assert result.exit_code == 0

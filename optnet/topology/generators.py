@@ -74,18 +74,20 @@ def _check_size(count: int, what: str) -> None:
 
 
 def _names(t: m.RingTopology | m.LineTopology | m.FullTopology, count: int) -> list[GenNode]:
-    return [GenNode(f"{t.prefix}{i}") for i in range(count)]
+    # Rings and lines are one-dimensional tori and meshes; their coordinate is the index.
+    coords = t.kind in ("ring", "line")
+    return [GenNode(f"{t.prefix}{i}", coords=(i,) if coords else ()) for i in range(count)]
 
 
 def _ring(t: m.RingTopology) -> Generated:
     n = t.nodes
-    links = [GenLink(i, (i + 1) % n, "ring", t.link) for i in range(n)]
+    links = [GenLink(i, (i + 1) % n, "ring", t.link, dim=0) for i in range(n)]
     return Generated("ring", tuple(_names(t, n)), tuple(links), n // 2)
 
 
 def _line(t: m.LineTopology) -> Generated:
     n = t.nodes
-    links = [GenLink(i, i + 1, "line", t.link) for i in range(n - 1)]
+    links = [GenLink(i, i + 1, "line", t.link, dim=0) for i in range(n - 1)]
     return Generated("line", tuple(_names(t, n)), tuple(links), n - 1)
 
 

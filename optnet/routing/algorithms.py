@@ -1,0 +1,408 @@
+"""Routing algorithms: for every destination, the next channel and VC class at every node.
+
+All algorithms here are *destination-based*: the next hop and VC class depend only on the
+node a packet is at and its destination. That gives every (source, destination) pair
+exactly one path — every flow, whatever its endpoint, is delivered in order without a
+reorder buffer — and lets a router's table be indexed by destination alone.
+
+VC classes are chosen so that the channel dependency graph is acyclic when the network
+has as many VCs as the algorithm needs (:attr:`Routing.vcs_needed`); with fewer, classes
+are folded onto the highest VC and the proof (:mod:`optnet.routing.proof`) decides.
+
+- ``dimension_order``: mesh/torus/hypercube coordinates, lowest dimension first, shortest
+  direction (ties go positive). Torus rings use dateline classes: a hop is class 1 while
+  the packet still has to cross the ring's wrap-around link in this dimension, class 0
+  after (or if it never does), so neither class contains a whole ring.
+- ``shortest``: minimal paths; among equally short next hops, the channel with the least
+  load so far (sources routed over it, all destinations counted) wins. Class = hops still
+  ahead, so classes strictly decrease along a path (needs diameter-many VCs).
+- ``up_down``: up*/down* on a BFS spanning tree; no path turns from down to up, which
+  makes the graph acyclic with one VC.
+- ``direct``: the one link between source and destination (fully connected networks).
+- ``dragonfly_minimal``: local, global, local; class = hops still ahead (<= 3 VCs).
+- ``hierarchical``: least-latency paths (an inter-enclosure hop costs its PHY latency, an
+  on-board hop a few tens of ns); class = inter-enclosure hops still ahead after this one.
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from optnet.routing.network import Network
+from optnet.spec.checks import hop_latency
+
+__all__ = ["ALGORITHMS", "NotApplicable", "Routing", "ahead", "pick_auto"]
+
+
+class NotApplicable(Exception):
+    """The algorithm cannot route this cluster; the message says why."""
+
+
+@dataclass
+class Routing:
+    """Routes of a whole network.
+
+    Attributes
+    ----------
+    algorithm : str
+    next : list of array
+        ``next[d][n]`` is the channel node ``n`` sends a packet for destination ``d`` on;
+        -1 at ``d`` itself, -2 where ``d`` is unreachable.
+    vclass : list of array
+        ``vclass[d][n]``: VC class of that hop.
+    vcs_needed : int
+        VC classes the algorithm uses (the proof holds with at least this many VCs).
+    note : str
+        Why the VC classes make the routing deadlock-free.
+    multipath : dict
+        ``(s, d) -> list of intermediate nodes`` for OPTWEB 2-hop multipath.
+    """
+
+    algorithm: str
+    next: list[array]
+    vclass: list[array]
+    vcs_needed: int
+    note: str
+    multipath: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+
+    def path(self, net: Network, s: int, d: int) -> list[int]:
+        """Channels from ``s`` to ``d`` (empty when ``s == d``); raises if unreachable."""
+        hops = []
+        n = s
+        while n != d:
+            c = self.next[d][n]
+            if c < 0 or len(hops) > net.size:
+                raise ValueError(f"no route from node {s} to node {d}")
+            hops.append(c)
+            n = net.dst[c]
+        return hops
+
+
+def _empty(n: int) -> tuple[array, array]:
+    return array("i", [-2] * n), array("b", [0] * n)
+
+
+def _distances(net: Network, d: int, weight: Callable[[int], int] | None = None,
+               legal: Callable[[int], bool] | None = None) -> list[int | None]:
+    """Cost from every node to ``d`` over channels ``legal`` admits (BFS, or Dijkstra on
+    reversed channels with ``weight``)."""
+    into = net.into if legal is None else _into(net, legal)
+    dist: list[int | None] = [None] * net.size
+    dist[d] = 0
+    if weight is None:
+        frontier = [d]
+        while frontier:
+            ahead = []
+            for v in frontier:
+                cost = dist[v] + 1
+                for c in into[v]:
+                    u = net.src[c]
+                    if dist[u] is None:
+                        dist[u] = cost
+                        ahead.append(u)
+            frontier = ahead
+        return dist
+    heap = [(0, d)]
+    while heap:
+        cost, v = heapq.heappop(heap)
+        if cost > dist[v]:
+            continue
+        for c in into[v]:
+            u = net.src[c]
+            new = cost + weight(c)
+            if dist[u] is None or new < dist[u]:
+                dist[u] = new
+                heapq.heappush(heap, (new, u))
+    return dist
+
+
+def _into(net: Network, legal: Callable[[int], bool]) -> list[list[int]]:
+    into: list[list[int]] = [[] for _ in range(net.size)]
+    for c in range(len(net.src)):
+        if legal(c):
+            into[net.dst[c]].append(c)
+    return into
+
+
+def _tree(net: Network, d: int, dist: list[int | None], load: list[int],
+          weight: Callable[[int], int] | None = None,
+          legal: Callable[[int, int], bool] | None = None) -> array:
+    """Next channel at every node towards ``d`` along a cheapest path, balancing ``load``.
+
+    Nodes are visited farthest first, so when a node chooses, the number of sources whose
+    packets will pass through it is known; that count is added to the chosen channel's
+    load, and later choices (this destination and the next) avoid loaded channels.
+    """
+    nxt, _ = _empty(net.size)
+    nxt[d] = -1
+    through = [1] * net.size
+    order = sorted((n for n in range(net.size) if dist[n] is not None and n != d),
+                   key=lambda n: (-dist[n], n))
+    for n in order:
+        best = None
+        for c in net.out[n]:
+            v = net.dst[c]
+            if dist[v] is None or (legal is not None and not legal(n, c)):
+                continue
+            if dist[v] + (weight(c) if weight else 1) != dist[n]:
+                continue
+            if best is None or (load[c], c) < (load[best], best):
+                best = c
+        if best is None:
+            continue
+        nxt[n] = best
+        load[best] += through[n]
+        through[net.dst[best]] += through[n]
+    return nxt
+
+
+def ahead(net: Network, nxt: array, d: int,
+          counts: Callable[[int], int] | None = None) -> list[int]:
+    """For every node, the sum of ``counts`` (default 1) over the hops of its route to
+    ``d``; -1 where ``d`` is unreachable."""
+    total = [-1] * net.size
+    total[d] = 0
+    for start in range(net.size):
+        # Walk to a node whose total is known, then fill the walked nodes backwards;
+        # iterative, as paths may be long (a 1024-node ring).
+        stack = []
+        n = start
+        while total[n] < 0 and nxt[n] >= 0:
+            stack.append(n)
+            n = net.dst[nxt[n]]
+        if total[n] < 0:
+            continue
+        for m in reversed(stack):
+            c = nxt[m]
+            total[m] = total[net.dst[c]] + (counts(c) if counts else 1)
+    return total
+
+
+def _classes_by_remaining(net: Network, nxt: array, d: int,
+                          counts: Callable[[int], int] | None = None) -> tuple[array, int]:
+    """VC class of each hop = sum of ``counts`` over the hops *after* it; and the maximum."""
+    after = ahead(net, nxt, d, counts)
+    cls = array("b", [min(after[net.dst[c]], 127) if c >= 0 else 0 for c in nxt])
+    return cls, max(cls, default=0)
+
+
+def _shortest(net: Network) -> Routing:
+    load = [0] * len(net.src)
+    nexts, classes, top = [], [], 0
+    for d in range(net.size):
+        dist = _distances(net, d)
+        nxt = _tree(net, d, dist, load)
+        cls, high = _classes_by_remaining(net, nxt, d)
+        nexts.append(nxt)
+        classes.append(cls)
+        top = max(top, high)
+    return Routing("shortest", nexts, classes, top + 1,
+                   "VC class = hops still ahead, so classes strictly decrease along every "
+                   "path and no dependency cycle can form within or across classes")
+
+
+def _up_down(net: Network) -> Routing:
+    # Root: the node of highest degree (lowest index on ties) keeps the tree shallow.
+    root = min(range(net.size), key=lambda n: (-len(net.out[n]), n))
+    level = _distances(net, root)
+    key = [(level[n] if level[n] is not None else net.size, n) for n in range(net.size)]
+
+    def up(c: int) -> bool:
+        return key[net.dst[c]] < key[net.src[c]]
+
+    load = [0] * len(net.src)
+    nexts, classes = [], []
+    for d in range(net.size):
+        # Cost with down hops only, then up hops first where that is not possible.
+        down = _distances(net, d, legal=lambda c: not up(c))
+        cost = list(down)
+        for n in sorted(range(net.size), key=lambda n: key[n]):
+            if cost[n] is None:
+                ups = [cost[net.dst[c]] for c in net.out[n]
+                       if up(c) and cost[net.dst[c]] is not None]
+                cost[n] = 1 + min(ups) if ups else None
+
+        def legal(n: int, c: int, down: list[int | None] = down) -> bool:
+            # A node with a down-only path must take it: a packet may have arrived there
+            # on a down hop, and the table cannot tell.
+            return up(c) if down[n] is None else not up(c)
+
+        nexts.append(_tree(net, d, cost, load, legal=legal))
+        classes.append(array("b", [0] * net.size))
+    return Routing("up_down", nexts, classes, 1,
+                   f"up*/down* on a BFS tree rooted at {net.cluster.nodes[root].name}: no path "
+                   "takes an up hop after a down hop, so one VC is acyclic")
+
+
+def _grid(net: Network) -> Routing:
+    cluster = net.cluster
+    kind = cluster.topology
+    if not cluster.generated or kind not in ("ring", "line", "mesh", "torus", "hypercube"):
+        raise NotApplicable("dimension-order routing needs a generated ring, line, mesh, torus "
+                            "or hypercube without explicit nodes or links added")
+    topo = cluster.desc.topology
+    dims = {"ring": lambda: [topo.nodes], "line": lambda: [topo.nodes],
+            "hypercube": lambda: [2] * topo.dimension}.get(kind, lambda: list(topo.dims))()
+    wrap = kind in ("ring", "torus")
+    coords = [node.coords for node in cluster.nodes]
+    step: dict[tuple[int, int, int], int] = {}
+    for c in range(len(net.src)):
+        link = net.link(c)
+        a, b = coords[net.src[c]], coords[net.dst[c]]
+        k = link.dim
+        delta = (b[k] - a[k]) % dims[k]
+        step[(net.src[c], k, 1 if delta == 1 else -1)] = c
+        if dims[k] == 2:  # one link serves both directions
+            step[(net.src[c], k, -1)] = c
+    nexts, classes = [], []
+    dateline = False
+    for d in range(net.size):
+        nxt, cls = _empty(net.size)
+        nxt[d] = -1
+        t = coords[d]
+        for n in range(net.size):
+            x = coords[n]
+            k = next((k for k in range(len(dims)) if x[k] != t[k]), None)
+            if k is None:
+                continue
+            size = dims[k]
+            if wrap and size > 2:
+                forward = (t[k] - x[k]) % size
+                direction = 1 if forward <= size // 2 else -1
+                crosses = t[k] < x[k] if direction == 1 else t[k] > x[k]
+                cls[n] = 1 if crosses else 0
+                dateline = dateline or crosses
+            else:
+                direction = 1 if t[k] > x[k] else -1
+            nxt[n] = step[(n, k, direction)]
+        nexts.append(nxt)
+        classes.append(cls)
+    needed = 2 if dateline else 1
+    note = ("dimension order removes turns from higher to lower dimensions; on each torus ring "
+            "a hop is VC 1 until the packet has crossed the ring's dateline (wrap-around link) "
+            "and VC 0 after, so neither VC holds a whole ring" if dateline else
+            "dimension order on a mesh has no turn from a higher to a lower dimension")
+    return Routing("dimension_order", nexts, classes, needed, note)
+
+
+def _direct(net: Network) -> Routing:
+    n = net.size
+    to: dict[tuple[int, int], int] = {}
+    for c in range(len(net.src)):
+        to.setdefault((net.src[c], net.dst[c]), c)
+    missing = next(((s, d) for s in range(n) for d in range(n)
+                    if s != d and (s, d) not in to), None)
+    if missing is not None:
+        names = [net.cluster.nodes[i].name for i in missing]
+        raise NotApplicable(f"direct routing needs a link between every pair of nodes; "
+                            f"{names[0]} and {names[1]} have none")
+    nexts, classes = [], []
+    for d in range(n):
+        nxt, cls = _empty(n)
+        nxt[d] = -1
+        for s in range(n):
+            if s != d:
+                nxt[s] = to[(s, d)]
+        nexts.append(nxt)
+        classes.append(cls)
+    routing = Routing("direct", nexts, classes, 1,
+                      "every path is one hop, so no channel waits on another")
+    if net.cluster.desc.routing.multipath is not None:
+        # OPTWEB §3.4: the intermediate stores the data in memory before forwarding, so the
+        # two hops of a detour never hold a channel while waiting for the next.
+        routing.multipath = {(s, d): [m for m in range(n) if m not in (s, d)]
+                             for s in range(n) for d in range(n) if s != d}
+    return routing
+
+
+def _dragonfly(net: Network) -> Routing:
+    cluster = net.cluster
+    if cluster.topology != "dragonfly" or not cluster.generated:
+        raise NotApplicable("minimal dragonfly routing needs a generated dragonfly topology")
+    group = [node.group for node in cluster.nodes]
+    local: dict[tuple[int, int], int] = {}
+    globals_: dict[tuple[int, int], list[int]] = {}
+    for c in range(len(net.src)):
+        s, t = net.src[c], net.dst[c]
+        if group[s] == group[t]:
+            local.setdefault((s, t), c)
+        else:
+            globals_.setdefault((s, group[t]), []).append(c)
+    gateways: dict[tuple[int, int], list[int]] = {}
+    for s, g in sorted(globals_):
+        gateways.setdefault((group[s], g), []).append(s)
+    nexts, classes = [], []
+    for d in range(net.size):
+        nxt, _ = _empty(net.size)
+        nxt[d] = -1
+        gd = group[d]
+        for n in range(net.size):
+            if n == d:
+                continue
+            if group[n] == gd:
+                nxt[n] = local[(n, d)]
+            elif (n, gd) in globals_:
+                options = globals_[(n, gd)]
+                nxt[n] = options[d % len(options)]
+            else:
+                routers = gateways[(group[n], gd)]
+                nxt[n] = local[(n, routers[d % len(routers)])]
+        cls, _ = _classes_by_remaining(net, nxt, d)
+        nexts.append(nxt)
+        classes.append(cls)
+    top = max(max(c) for c in classes) if classes else 0
+    return Routing("dragonfly_minimal", nexts, classes, top + 1,
+                   "minimal local-global-local paths; VC class = hops still ahead, so each "
+                   "hop of a path uses a lower class than the one before")
+
+
+def _hierarchical(net: Network) -> Routing:
+    cluster = net.cluster
+    enclosure = [node.enclosure for node in cluster.nodes]
+    if any(e is None for e in enclosure):
+        raise NotApplicable("hierarchical routing needs every node in an enclosure")
+    # Integer picoseconds keep Dijkstra exact.
+    weight = [int(hop_latency(cluster, net.link(c)) * 10**12) for c in range(len(net.src))]
+
+    def inter(c: int) -> int:
+        return int(enclosure[net.src[c]] != enclosure[net.dst[c]])
+
+    load = [0] * len(net.src)
+    nexts, classes, top = [], [], 0
+    for d in range(net.size):
+        dist = _distances(net, d, weight=weight.__getitem__)
+        nxt = _tree(net, d, dist, load, weight=weight.__getitem__)
+        cls, high = _classes_by_remaining(net, nxt, d, inter)
+        nexts.append(nxt)
+        classes.append(cls)
+        top = max(top, high)
+    return Routing("hierarchical", nexts, classes, top + 1,
+                   "least-latency paths; VC class = inter-enclosure hops still ahead, so a "
+                   "class only ever holds an inter-enclosure hop followed by an on-board hop")
+
+
+ALGORITHMS: dict[str, Callable[[Network], Routing]] = {
+    "dimension_order": _grid,
+    "shortest": _shortest,
+    "up_down": _up_down,
+    "direct": _direct,
+    "dragonfly_minimal": _dragonfly,
+    "hierarchical": _hierarchical,
+}
+
+_AUTO = {"ring": "dimension_order", "line": "dimension_order", "mesh": "dimension_order",
+         "torus": "dimension_order", "hypercube": "dimension_order", "full": "direct",
+         "dragonfly": "dragonfly_minimal", "hierarchical": "hierarchical"}
+
+
+def pick_auto(net: Network) -> tuple[str, str]:
+    """The algorithm ``auto`` chooses, and why."""
+    cluster = net.cluster
+    kind = cluster.topology
+    if cluster.generated and kind in _AUTO:
+        return _AUTO[kind], f"the topology is a generated {kind}"
+    return "up_down", ("the network is not a pure generated shape, and up*/down* is "
+                       "deadlock-free on any connected graph with one VC")

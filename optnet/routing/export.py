@@ -1,0 +1,60 @@
+"""Routing results as JSON and as table files on disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from optnet.routing.route import Routed
+from optnet.routing.tables import NodeTable, render_c_header, render_hex, to_json
+
+__all__ = ["ROUTE_FORMAT", "route_json", "write_tables"]
+
+ROUTE_FORMAT = 1
+
+
+def route_json(routed: Routed, metrics: dict, tables: list[NodeTable] | None,
+               paths: bool) -> dict:
+    """The result of ``optnet route --format json`` (format version :data:`ROUTE_FORMAT`)."""
+    routing, proof, net = routed.routing, routed.proof, routed.net
+    names = [n.name for n in routed.cluster.nodes]
+    doc: dict = {
+        "version": ROUTE_FORMAT,
+        "cluster": routed.cluster.name,
+        "algorithm": {"name": routing.algorithm, "reason": routed.reason,
+                      "vcs_needed": routing.vcs_needed,
+                      "vcs": routed.cluster.desc.network.vcs, "note": routing.note},
+        "proof": {"acyclic": proof.ok, "channels": proof.channels,
+                  "dependencies": proof.dependencies,
+                  "cycle": [{"channel": net.name(c), "vc": v} for c, v in proof.cycle]},
+        "broadcast": {"mode": routed.broadcast.mode, "note": routed.broadcast.note},
+        "metrics": metrics,
+    }
+    if tables is not None:
+        doc["tables"] = [to_json(t) for t in tables]
+    if paths:
+        doc["paths"] = [
+            {"src": names[s], "dst": names[d],
+             "hops": [net.name(c) for c in routing.path(net, s, d)]}
+            for s in range(net.size) for d in range(net.size) if s != d]
+    return doc
+
+
+def write_tables(root: Path, tables: list[NodeTable]) -> None:
+    """Write each node's tables to ``root/<node>/``.
+
+    Node names are legal identifiers (E020), so no name can leave ``root``; the check below
+    is a second line of defence, not the first.
+    """
+    root = root.resolve()
+    for table in tables:
+        folder = (root / table.node).resolve()
+        if folder.parent != root:
+            raise ValueError(f"node name {table.node!r} would leave {root}")
+        folder.mkdir(parents=True, exist_ok=True)
+        unicast, multicast = render_hex(table)
+        files = {"routes.json": json.dumps(to_json(table), indent=2) + "\n",
+                 "routes.hex": unicast, "mcast.hex": multicast,
+                 "routes.h": render_c_header(table)}
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")

@@ -1,0 +1,159 @@
+"""Per-node routing tables: the canonical JSON form, ``$readmemh`` hex and a C header.
+
+Unicast table, one entry per destination node id ``0 .. 2**id_bits - 1``::
+
+    bit  [port_bits-1 : 0]                     output port (0 = local port)
+    bit  [port_bits+vc_bits-1 : port_bits]     output VC
+    bit  [port_bits+vc_bits]                   valid
+    (entry width = port_bits + vc_bits + 1; unused ids are 0, i.e. not valid)
+
+Multicast table, one entry per source node id (multicast group = broadcast from that
+source): a port mask of ``ports`` bits, bit 0 = deliver locally, bit p = forward on port p.
+
+Widths: ``id_bits = clog2(largest node id + 1)``, ``port_bits = clog2(ports)`` where
+``ports`` counts the local port and the node's links, ``vc_bits = clog2(vcs)``; each at
+least 1. Hex files hold one entry per line, zero-padded to whole hex digits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optnet.emit.env import render_template
+from optnet.routing.algorithms import ahead
+from optnet.routing.network import LOCAL
+from optnet.routing.route import Routed
+
+__all__ = ["NodeTable", "Widths", "node_tables", "render_c_header", "render_hex", "to_json"]
+
+TABLE_FORMAT = 1
+
+
+def clog2(value: int) -> int:
+    """Bits needed to number ``value`` things (at least 1)."""
+    return max(1, (value - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class Widths:
+    """Field widths of a node's tables."""
+
+    id_bits: int
+    port_bits: int
+    vc_bits: int
+    ports: int
+
+    @property
+    def entry_bits(self) -> int:
+        return self.port_bits + self.vc_bits + 1
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Unicast entry: where a packet for ``dst`` leaves this node."""
+
+    dst: str
+    dst_id: int
+    port: int
+    vc: int
+    hops: int
+
+
+@dataclass(frozen=True)
+class Group:
+    """Multicast entry: ports a broadcast from ``source`` leaves this node on."""
+
+    source: str
+    source_id: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class NodeTable:
+    """Everything a node's router needs to route."""
+
+    node: str
+    node_id: int
+    algorithm: str
+    widths: Widths
+    ports: tuple[str, ...]
+    unicast: tuple[Entry, ...]
+    multicast: tuple[Group, ...]
+    multipath: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def word(self, entry: Entry) -> int:
+        """The unicast entry packed as in the hex file."""
+        w = self.widths
+        return (1 << (w.port_bits + w.vc_bits)) | (entry.vc << w.port_bits) | entry.port
+
+
+def node_tables(routed: Routed) -> list[NodeTable]:
+    """The tables of every node, in node order."""
+    net, routing = routed.net, routed.routing
+    nodes = routed.cluster.nodes
+    vcs = routed.cluster.desc.network.vcs
+    id_bits = clog2(max(n.id for n in nodes) + 1)
+    hops = [ahead(net, routing.next[d], d) for d in range(net.size)]
+    tables = []
+    for n, node in enumerate(nodes):
+        widths = Widths(id_bits, clog2(len(net.ports[n])), clog2(vcs), len(net.ports[n]))
+        unicast = []
+        for d, dest in enumerate(nodes):
+            c = routing.next[d][n]
+            port = LOCAL if c < 0 else net.out_port[c]
+            vc = 0 if c < 0 else min(routing.vclass[d][n], vcs - 1)
+            unicast.append(Entry(dest.name, dest.id, port, vc, hops[d][n]))
+        groups = tuple(Group(src.name, src.id, routed.broadcast.masks[s][n])
+                       for s, src in enumerate(nodes))
+        multipath = tuple((nodes[d].name, tuple(nodes[m].name for m in via))
+                          for (s, d), via in sorted(routing.multipath.items()) if s == n)
+        tables.append(NodeTable(node.name, node.id, routing.algorithm, widths, net.ports[n],
+                                tuple(sorted(unicast, key=lambda e: e.dst_id)), groups,
+                                multipath))
+    return tables
+
+
+def to_json(table: NodeTable) -> dict:
+    """The canonical form of a node's tables (what the hex and header are made from)."""
+    w = table.widths
+    return {
+        "format": "optnet-routes",
+        "version": TABLE_FORMAT,
+        "node": table.node,
+        "node_id": table.node_id,
+        "algorithm": table.algorithm,
+        "widths": {"id_bits": w.id_bits, "port_bits": w.port_bits, "vc_bits": w.vc_bits,
+                   "entry_bits": w.entry_bits, "ports": w.ports},
+        "ports": [{"port": i, "name": name} for i, name in enumerate(table.ports)],
+        "unicast": [{"dst": e.dst, "dst_id": e.dst_id, "port": e.port, "vc": e.vc,
+                     "hops": e.hops} for e in table.unicast],
+        "multicast": [{"source": g.source, "source_id": g.source_id, "mask": g.mask,
+                       "ports": [p for p in range(w.ports) if g.mask >> p & 1]}
+                      for g in table.multicast],
+        "multipath": [{"dst": dst, "via": list(via)} for dst, via in table.multipath],
+    }
+
+
+def render_hex(table: NodeTable) -> tuple[str, str]:
+    """(unicast hex, multicast hex) for ``$readmemh``."""
+    w = table.widths
+    words = [0] * (1 << w.id_bits)
+    for entry in table.unicast:
+        words[entry.dst_id] = table.word(entry)
+    masks = [0] * (1 << w.id_bits)
+    for group in table.multicast:
+        masks[group.source_id] = group.mask
+    unicast = render_template("tables/routes.hex.j2", table=table, words=words,
+                              digits=(w.entry_bits + 3) // 4, kind="unicast")
+    multicast = render_template("tables/routes.hex.j2", table=table, words=masks,
+                                digits=(w.ports + 3) // 4, kind="multicast")
+    return unicast, multicast
+
+
+def render_c_header(table: NodeTable) -> str:
+    """A C header with the tables and their field layout, for host software."""
+    words = (table.widths.ports + 31) // 32
+    rows = [(g, [g.mask >> (32 * i) & 0xFFFF_FFFF for i in range(words)])
+            for g in table.multicast]
+    return render_template("tables/routes.h.j2", t=table, w=table.widths, mask_words=words,
+                           mask_rows=rows, guard=f"OPTNET_ROUTES_{table.node.upper()}_H")
