@@ -10,12 +10,14 @@ has as many VCs as the algorithm needs (:attr:`Routing.vcs_needed`); with fewer,
 are folded onto the highest VC and the proof (:mod:`optnet.routing.proof`) decides.
 
 - ``dimension_order``: mesh/torus/hypercube coordinates, lowest dimension first, shortest
-  direction (ties go positive). Torus rings use dateline classes: a hop is class 1 while
-  the packet still has to cross the ring's wrap-around link in this dimension, class 0
-  after (or if it never does), so neither class contains a whole ring.
-- ``shortest``: minimal paths; among equally short next hops, the channel with the least
-  load so far (sources routed over it, all destinations counted) wins. Class = hops still
-  ahead, so classes strictly decrease along a path (needs diameter-many VCs).
+  direction (half-way ties on even rings split by coordinate parity). Torus rings use
+  dateline classes: a hop is class 1 while the packet still has to cross the ring's
+  wrap-around link in this dimension, class 0 after (or if it never does), so neither
+  class contains a whole ring.
+- ``shortest``: minimal paths; among equally short next hops, the one that keeps the
+  destination's in-tree balanced, then the least loaded channel (see :func:`_tree`).
+  Class = hops still ahead, so classes strictly decrease along a path (needs
+  diameter-many VCs).
 - ``up_down``: up*/down* on a BFS spanning tree; no path turns from down to up, which
   makes the graph acyclic with one VC.
 - ``direct``: the one link between source and destination (fully connected networks).
@@ -59,6 +61,9 @@ class Routing:
         Why the VC classes make the routing deadlock-free.
     multipath : dict
         ``(s, d) -> list of intermediate nodes`` for OPTWEB 2-hop multipath.
+    tree : callable or None
+        ``tree(s)``: parent channel of every node in a broadcast tree from ``s`` that obeys
+        the algorithm's own turn rules (all in VC class 0), where the algorithm has one.
     """
 
     algorithm: str
@@ -67,6 +72,7 @@ class Routing:
     vcs_needed: int
     note: str
     multipath: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    tree: Callable[[int], dict[int, int]] | None = None
 
     def path(self, net: Network, s: int, d: int) -> list[int]:
         """Channels from ``s`` to ``d`` (empty when ``s == d``); raises if unreachable."""
@@ -130,32 +136,43 @@ def _into(net: Network, legal: Callable[[int], bool]) -> list[list[int]]:
 def _tree(net: Network, d: int, dist: list[int | None], load: list[int],
           weight: Callable[[int], int] | None = None,
           legal: Callable[[int, int], bool] | None = None) -> array:
-    """Next channel at every node towards ``d`` along a cheapest path, balancing ``load``.
+    """Next channel at every node towards ``d`` along a cheapest path, balancing load.
 
-    Nodes are visited farthest first, so when a node chooses, the number of sources whose
-    packets will pass through it is known; that count is added to the chosen channel's
-    load, and later choices (this destination and the next) avoid loaded channels.
+    Nodes choose nearest first. Among equally cheap next hops a node joins the *branch*
+    (the neighbour of ``d`` its path ends through) that has the fewest nodes so far, since
+    the last hop into ``d`` carries a whole branch; ties go to the channel with the least
+    load from the destinations routed before. Then the sources that cross each channel are
+    added to ``load``.
     """
     nxt, _ = _empty(net.size)
     nxt[d] = -1
-    through = [1] * net.size
+    branch = [-1] * net.size
+    size = [0] * net.size
     order = sorted((n for n in range(net.size) if dist[n] is not None and n != d),
-                   key=lambda n: (-dist[n], n))
+                   key=lambda n: (dist[n], n))
     for n in order:
-        best = None
+        best, best_rank = None, ()
         for c in net.out[n]:
             v = net.dst[c]
             if dist[v] is None or (legal is not None and not legal(n, c)):
                 continue
             if dist[v] + (weight(c) if weight else 1) != dist[n]:
                 continue
-            if best is None or (load[c], c) < (load[best], best):
-                best = c
+            rank = (size[branch[v]] if v != d else 0, load[c], c)
+            if best is None or rank < best_rank:
+                best, best_rank = c, rank
         if best is None:
             continue
         nxt[n] = best
-        load[best] += through[n]
-        through[net.dst[best]] += through[n]
+        v = net.dst[best]
+        branch[n] = n if v == d else branch[v]
+        size[branch[n]] += 1
+    through = [1] * net.size
+    for n in reversed(order):
+        c = nxt[n]
+        if c >= 0:
+            load[c] += through[n]
+            through[net.dst[c]] += through[n]
     return nxt
 
 
@@ -226,15 +243,41 @@ def _up_down(net: Network) -> Routing:
                 cost[n] = 1 + min(ups) if ups else None
 
         def legal(n: int, c: int, down: list[int | None] = down) -> bool:
-            # A node with a down-only path must take it: a packet may have arrived there
-            # on a down hop, and the table cannot tell.
-            return up(c) if down[n] is None else not up(c)
+            # A node with a down-only path must take it (a packet may have arrived there on
+            # a down hop, and the table cannot tell), to a node that has one too.
+            if down[n] is None:
+                return up(c)
+            return not up(c) and down[net.dst[c]] is not None
 
         nexts.append(_tree(net, d, cost, load, legal=legal))
         classes.append(array("b", [0] * net.size))
+    def tree(s: int) -> dict[int, int]:
+        # Up from s to the root along s's route, then down from every node of that path:
+        # the tree never turns from down to up, so its replication is up*/down* legal.
+        parent: dict[int, int] = {}
+        frontier = [s]
+        n = s
+        while n != root:
+            c = nexts[root][n]
+            n = net.dst[c]
+            parent[n] = c
+            frontier.append(n)
+        seen = set(frontier)
+        while frontier:
+            ahead_ = []
+            for v in frontier:
+                for c in net.out[v]:
+                    m = net.dst[c]
+                    if m not in seen and not up(c):
+                        seen.add(m)
+                        parent[m] = c
+                        ahead_.append(m)
+            frontier = ahead_
+        return parent
+
     return Routing("up_down", nexts, classes, 1,
                    f"up*/down* on a BFS tree rooted at {net.cluster.nodes[root].name}: no path "
-                   "takes an up hop after a down hop, so one VC is acyclic")
+                   "takes an up hop after a down hop, so one VC is acyclic", tree=tree)
 
 
 def _grid(net: Network) -> Routing:
@@ -271,7 +314,11 @@ def _grid(net: Network) -> Routing:
             size = dims[k]
             if wrap and size > 2:
                 forward = (t[k] - x[k]) % size
-                direction = 1 if forward <= size // 2 else -1
+                # Half-way round an even ring: even coordinates go up, odd go down, which
+                # balances the two directions; one hop on, the tie is gone, so the choice
+                # stays a function of (node, destination).
+                tie = 2 * forward == size
+                direction = 1 if 2 * forward < size or (tie and x[k] % 2 == 0) else -1
                 crosses = t[k] < x[k] if direction == 1 else t[k] > x[k]
                 cls[n] = 1 if crosses else 0
                 dateline = dateline or crosses

@@ -3,9 +3,10 @@
 The result is, for every source (multicast group = the source's node index), a port mask
 per node: bit 0 delivers to the local port, bit p forwards on port p.
 
-- ``tree``: the union of the source's unicast routes when that is a tree (then every
-  dependency it adds is already a unicast dependency); otherwise a breadth-first tree,
-  whose dependencies go into the proof with VC classes decreasing towards the leaves.
+- ``tree``: the algorithm's own tree where it has one (up*/down*: up to the root, then
+  down); else the union of the source's unicast routes when that is a tree; otherwise a
+  breadth-first tree with VC classes decreasing towards the leaves. Every replication
+  dependency goes into the proof.
 - ``cascade`` (CusComNet): every node forwards a broadcast it sees for the first time on
   all its links and drops duplicates by packet id. The flood is stored in the node's
   broadcast buffer before it is forwarded, so it adds no channel dependency, provided the
@@ -102,17 +103,21 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
                          "no replication, so no dependency beyond unicast")
     rows, edges, fallback = [], set(), 0
     for s in range(n):
-        union = _route_union(net, routing, s)
-        if union is not None:
+        union = None if routing.tree else _route_union(net, routing, s)
+        if routing.tree:
+            parent = routing.tree(s)
+            cls = dict.fromkeys(parent.values(), 0)
+        elif union is not None:
             parent, cls = union
         else:
-            # Breadth-first tree; classes = subtree height, decreasing towards the leaves.
+            # Breadth-first tree; classes = subtree height, decreasing towards the leaves,
+            # like the hops-ahead classes of unicast, so no dependency climbs a class.
             fallback += 1
             parent = _bfs_tree(net, s)
         children: dict[int, list[int]] = {}
         for c in parent.values():
             children.setdefault(net.src[c], []).append(c)
-        if union is None:
+        if union is None and not routing.tree:
             height = _heights(net, children, s)
             cls = {c: height[v] for v, c in parent.items()}
         mask = [(1 << LOCAL) if v != s else 0 for v in range(n)]
