@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from optnet.routing.network import Network
 from optnet.spec.checks import hop_latency
 
-__all__ = ["ALGORITHMS", "NotApplicable", "Routing", "ahead", "pick_auto"]
+__all__ = ["ALGORITHMS", "NotApplicable", "Routing", "ahead", "height_class", "pick_auto"]
 
 
 class NotApplicable(Exception):
@@ -64,6 +64,11 @@ class Routing:
     tree : callable or None
         ``tree(s)``: parent channel of every node in a broadcast tree from ``s`` that obeys
         the algorithm's own turn rules (all in VC class 0), where the algorithm has one.
+    tree_class : callable or None
+        ``tree_class(c, kids)``: the VC class a broadcast tree channel ``c`` must use so that
+        it matches every unicast route it stands in for, from its child channels and their
+        classes ``kids`` (computed leaves first). For a tree made of unicast routes this is
+        the highest class any of those routes gives ``c``.
     """
 
     algorithm: str
@@ -73,6 +78,7 @@ class Routing:
     note: str
     multipath: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     tree: Callable[[int], dict[int, int]] | None = None
+    tree_class: Callable[[int, list[tuple[int, int]]], int] | None = None
 
     def path(self, net: Network, s: int, d: int) -> list[int]:
         """Channels from ``s`` to ``d`` (empty when ``s == d``); raises if unreachable."""
@@ -206,6 +212,11 @@ def _classes_by_remaining(net: Network, nxt: array, d: int,
     return cls, max(cls, default=0)
 
 
+def height_class(c: int, kids: list[tuple[int, int]]) -> int:
+    """Hops-ahead classes: the highest class of a tree channel is the height below it."""
+    return max((1 + k for _, k in kids), default=0)
+
+
 def _shortest(net: Network) -> Routing:
     load = [0] * len(net.src)
     nexts, classes, top = [], [], 0
@@ -218,7 +229,8 @@ def _shortest(net: Network) -> Routing:
         top = max(top, high)
     return Routing("shortest", nexts, classes, top + 1,
                    "VC class = hops still ahead, so classes strictly decrease along every "
-                   "path and no dependency cycle can form within or across classes")
+                   "path and no dependency cycle can form within or across classes",
+                   tree_class=height_class)
 
 
 def _up_down(net: Network) -> Routing:
@@ -327,12 +339,31 @@ def _grid(net: Network) -> Routing:
             nxt[n] = step[(n, k, direction)]
         nexts.append(nxt)
         classes.append(cls)
+    def ring_step(c: int) -> tuple[int, int, bool]:
+        """Dimension, direction and whether ``c`` is its ring's wrap-around hop."""
+        k = net.link(c).dim
+        a, b = coords[net.src[c]][k], coords[net.dst[c]][k]
+        size = dims[k]
+        if not wrap or size <= 2:
+            return k, 0, False
+        up = (b - a) % size == 1
+        return k, 1 if up else -1, (a == size - 1 and b == 0) or (a == 0 and b == size - 1)
+
+    steps = [ring_step(c) for c in range(len(net.src))]
+
+    def tree_class(c: int, kids: list[tuple[int, int]]) -> int:
+        # Class 1 while the broadcast still has to cross this ring's wrap-around link: at the
+        # link itself, or before a child on the same ring in the same direction that does.
+        k, direction, wraps = steps[c]
+        return int(wraps or any(cls and steps[child][:2] == (k, direction)
+                                for child, cls in kids))
+
     needed = 2 if dateline else 1
     note = ("dimension order removes turns from higher to lower dimensions; on each torus ring "
             "a hop is VC 1 until the packet has crossed the ring's dateline (wrap-around link) "
             "and VC 0 after, so neither VC holds a whole ring" if dateline else
             "dimension order on a mesh has no turn from a higher to a lower dimension")
-    return Routing("dimension_order", nexts, classes, needed, note)
+    return Routing("dimension_order", nexts, classes, needed, note, tree_class=tree_class)
 
 
 def _direct(net: Network) -> Routing:
@@ -356,7 +387,8 @@ def _direct(net: Network) -> Routing:
         nexts.append(nxt)
         classes.append(cls)
     routing = Routing("direct", nexts, classes, 1,
-                      "every path is one hop, so no channel waits on another")
+                      "every path is one hop, so no channel waits on another",
+                      tree_class=lambda c, kids: 0)
     if net.cluster.desc.routing.multipath is not None:
         # OPTWEB §3.4: the intermediate stores the data in memory before forwarding, so the
         # two hops of a detour never hold a channel while waiting for the next.
@@ -403,7 +435,7 @@ def _dragonfly(net: Network) -> Routing:
     top = max(max(c) for c in classes) if classes else 0
     return Routing("dragonfly_minimal", nexts, classes, top + 1,
                    "minimal local-global-local paths; VC class = hops still ahead, so each "
-                   "hop of a path uses a lower class than the one before")
+                   "hop of a path uses a lower class than the one before", tree_class=height_class)
 
 
 def _hierarchical(net: Network) -> Routing:
@@ -426,9 +458,13 @@ def _hierarchical(net: Network) -> Routing:
         nexts.append(nxt)
         classes.append(cls)
         top = max(top, high)
+    def tree_class(c: int, kids: list[tuple[int, int]]) -> int:
+        return max((inter(k) + cls for k, cls in kids), default=0)
+
     return Routing("hierarchical", nexts, classes, top + 1,
                    "least-latency paths; VC class = inter-enclosure hops still ahead, so a "
-                   "class only ever holds an inter-enclosure hop followed by an on-board hop")
+                   "class only ever holds an inter-enclosure hop followed by an on-board hop",
+                   tree_class=tree_class)
 
 
 ALGORITHMS: dict[str, Callable[[Network], Routing]] = {

@@ -17,9 +17,10 @@ per node: bit 0 delivers to the local port, bit p forwards on port p.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
-from optnet.routing.algorithms import Routing
+from optnet.routing.algorithms import Routing, ahead, height_class
 from optnet.routing.network import LOCAL, Network
 
 __all__ = ["Broadcast", "plan_broadcast"]
@@ -47,26 +48,32 @@ class Broadcast:
     note: str
 
 
-def _route_union(net: Network, routing: Routing, s: int
-                 ) -> tuple[dict[int, int], dict[int, int]] | None:
-    """If the source's unicast routes form a tree: the parent channel of every node and,
-    per tree channel, the highest unicast VC class any route gives it; else None."""
-    parent: dict[int, int] = {}
-    cls: dict[int, int] = {}
-    dst, nexts, classes = net.dst, routing.next, routing.vclass
-    for d in range(net.size):
-        n, nxt, vc = s, nexts[d], classes[d]
-        while n != d:
-            c = nxt[n]
-            if c < 0:
+def _route_trees(net: Network, routing: Routing) -> list[array] | None:
+    """If every source's unicast routes form a tree: ``last[d][x]``, the channel a route from
+    ``x`` enters ``d`` on, so the tree of source ``s`` is ``{d: last[d][s]}``; else None.
+
+    A source's routes form a tree when each is the route to its second-to-last node plus
+    one hop. With destination-based routing that is the same as: for every ``x`` and ``d``
+    whose route ends ``... p -> d`` with ``p != x``, ``x`` sends packets for ``d`` and for
+    ``p`` on the same channel. Checking that costs O(N^2), not a walk of every route.
+    """
+    n, dst, src = net.size, net.dst, net.src
+    last: list[array] = []
+    for d in range(n):
+        nxt = routing.next[d]
+        into = array("i", [-1] * n)
+        for x in sorted(range(n), key=ahead(net, nxt, d).__getitem__):
+            c = nxt[x]
+            if c >= 0:
+                m = dst[c]
+                into[x] = c if m == d else into[m]
+        last.append(into)
+    for d in range(n):
+        for x in range(n):
+            c = last[d][x]
+            if c >= 0 and src[c] != x and routing.next[d][x] != routing.next[src[c]][x]:
                 return None
-            m = dst[c]
-            if parent.setdefault(m, c) != c:
-                return None
-            if cls.get(c, -1) < vc[n]:
-                cls[c] = vc[n]
-            n = m
-    return parent, cls
+    return last
 
 
 def _bfs_tree(net: Network, s: int) -> dict[int, int]:
@@ -101,25 +108,26 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
         return Broadcast(mode, masks, frozenset(),
                          "the source sends one unicast per destination over the direct links; "
                          "no replication, so no dependency beyond unicast")
-    rows, edges, fallback = [], set(), 0
+    trees = None if routing.tree else _route_trees(net, routing)
+    rows, edges = [], set()
     for s in range(n):
-        union = None if routing.tree else _route_union(net, routing, s)
         if routing.tree:
             parent = routing.tree(s)
             cls = dict.fromkeys(parent.values(), 0)
-        elif union is not None:
-            parent, cls = union
         else:
-            # Breadth-first tree; classes = subtree height, decreasing towards the leaves,
-            # like the hops-ahead classes of unicast, so no dependency climbs a class.
-            fallback += 1
-            parent = _bfs_tree(net, s)
+            parent = ({d: trees[d][s] for d in range(n) if d != s} if trees is not None
+                      else _bfs_tree(net, s))
         children: dict[int, list[int]] = {}
         for c in parent.values():
             children.setdefault(net.src[c], []).append(c)
-        if union is None and not routing.tree:
-            height = _heights(net, children, s)
-            cls = {c: height[v] for v, c in parent.items()}
+        if not routing.tree:
+            # Leaves first; a breadth-first tree (no route trees, or no class rule) takes
+            # the height below a channel, decreasing towards the leaves.
+            rule = routing.tree_class if trees is not None and routing.tree_class else height_class
+            cls = {}
+            for v in reversed(_order(net, children, s)[1:]):
+                c = parent[v]
+                cls[c] = rule(c, [(k, cls[k]) for k in children.get(v, ())])
         mask = [(1 << LOCAL) if v != s else 0 for v in range(n)]
         for v, cs in children.items():
             for c in cs:
@@ -128,22 +136,23 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
             for child in children.get(v, ()):
                 edges.add(((c, cls[c]), (child, cls[child])))
         rows.append(tuple(mask))
-    note = ("each source's broadcast follows its unicast routes and is replicated where they "
-            "branch, each tree channel in the highest VC class a unicast route gives it; "
-            "the replication dependencies are in the proof")
-    if fallback:
-        note = (f"{fallback} source(s) whose unicast routes do not form a tree broadcast on "
-                "a breadth-first tree (VC class = height of the subtree below); the "
+    if routing.tree:
+        note = ("each broadcast climbs to the up*/down* root and spreads down, so its "
+                "replication turns are up*/down* legal too")
+    elif trees is not None:
+        note = ("each source's broadcast follows its unicast routes (they form a tree) and is "
+                "replicated where they branch, each tree channel in the highest VC class a "
+                "unicast route gives it; the replication dependencies are in the proof")
+    else:
+        note = ("the unicast routes do not form per-source trees, so broadcasts use "
+                "breadth-first trees (VC class = height of the subtree below); the "
                 "replication dependencies are in the proof")
     return Broadcast(mode, tuple(rows), frozenset(edges), note)
 
 
-def _heights(net: Network, children: dict[int, list[int]], s: int) -> dict[int, int]:
-    """Height of the subtree below every node of a tree rooted at ``s`` (leaves 0)."""
+def _order(net: Network, children: dict[int, list[int]], s: int) -> list[int]:
+    """Nodes of a tree rooted at ``s``, parents before children."""
     order = [s]
     for v in order:
         order.extend(net.dst[c] for c in children.get(v, ()))
-    height: dict[int, int] = {}
-    for v in reversed(order):
-        height[v] = max((height[net.dst[c]] + 1 for c in children.get(v, ())), default=0)
-    return height
+    return order
