@@ -17,11 +17,11 @@ least 1. Hex files hold one entry per line, zero-padded to whole hex digits.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 from optnet.emit.env import render_template
 from optnet.routing.algorithms import ahead
-from optnet.routing.network import LOCAL
 from optnet.routing.route import Routed
 
 __all__ = ["NodeTable", "Widths", "node_tables", "render_c_header", "render_hex", "to_json"]
@@ -70,16 +70,33 @@ class Group:
 
 @dataclass(frozen=True)
 class NodeTable:
-    """Everything a node's router needs to route."""
+    """Everything a node's router needs to route, as compact arrays indexed by node index
+    (``names[i]``, ``ids[i]``); :attr:`unicast` and :attr:`multicast` give entry views."""
 
     node: str
     node_id: int
     algorithm: str
     widths: Widths
     ports: tuple[str, ...]
-    unicast: tuple[Entry, ...]
-    multicast: tuple[Group, ...]
+    names: tuple[str, ...]
+    ids: tuple[int, ...]
+    port: array
+    vc: array
+    hops: array
+    mask: tuple[int, ...]
     multipath: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @property
+    def unicast(self) -> tuple[Entry, ...]:
+        """One entry per destination, in id order."""
+        order = sorted(range(len(self.names)), key=self.ids.__getitem__)
+        return tuple(Entry(self.names[i], self.ids[i], self.port[i], self.vc[i], self.hops[i])
+                     for i in order)
+
+    @property
+    def multicast(self) -> tuple[Group, ...]:
+        """One port mask per source (multicast group), in node order."""
+        return tuple(Group(self.names[i], self.ids[i], m) for i, m in enumerate(self.mask))
 
     def word(self, entry: Entry) -> int:
         """The unicast entry packed as in the hex file."""
@@ -91,25 +108,34 @@ def node_tables(routed: Routed) -> list[NodeTable]:
     """The tables of every node, in node order."""
     net, routing = routed.net, routed.routing
     nodes = routed.cluster.nodes
-    vcs = routed.cluster.desc.network.vcs
-    id_bits = clog2(max(n.id for n in nodes) + 1)
-    hops = [ahead(net, routing.next[d], d) for d in range(net.size)]
+    n = net.size
+    top = routed.cluster.desc.network.vcs - 1
+    names = tuple(node.name for node in nodes)
+    ids = tuple(node.id for node in nodes)
+    id_bits = clog2(max(ids) + 1)
+    port = [array("H", bytes(2 * n)) for _ in range(n)]
+    vc = [array("B", bytes(n)) for _ in range(n)]
+    hops = [array("H", bytes(2 * n)) for _ in range(n)]
+    out_port = net.out_port
+    for d in range(n):
+        nxt, cls = routing.next[d], routing.vclass[d]
+        for x, h in enumerate(ahead(net, nxt, d)):
+            c = nxt[x]
+            if c >= 0:
+                port[x][d] = out_port[c]
+                vc[x][d] = min(cls[x], top)
+                hops[x][d] = h
+    masks = routed.broadcast.masks
+    detours: dict[int, list] = {}
+    for (s, d), via in sorted(routing.multipath.items()):
+        detours.setdefault(s, []).append((names[d], tuple(names[m] for m in via)))
     tables = []
-    for n, node in enumerate(nodes):
-        widths = Widths(id_bits, clog2(len(net.ports[n])), clog2(vcs), len(net.ports[n]))
-        unicast = []
-        for d, dest in enumerate(nodes):
-            c = routing.next[d][n]
-            port = LOCAL if c < 0 else net.out_port[c]
-            vc = 0 if c < 0 else min(routing.vclass[d][n], vcs - 1)
-            unicast.append(Entry(dest.name, dest.id, port, vc, hops[d][n]))
-        groups = tuple(Group(src.name, src.id, routed.broadcast.masks[s][n])
-                       for s, src in enumerate(nodes))
-        multipath = tuple((nodes[d].name, tuple(nodes[m].name for m in via))
-                          for (s, d), via in sorted(routing.multipath.items()) if s == n)
-        tables.append(NodeTable(node.name, node.id, routing.algorithm, widths, net.ports[n],
-                                tuple(sorted(unicast, key=lambda e: e.dst_id)), groups,
-                                multipath))
+    for x in range(n):
+        widths = Widths(id_bits, clog2(len(net.ports[x])), clog2(top + 1), len(net.ports[x]))
+        multipath = tuple(detours.get(x, ()))
+        tables.append(NodeTable(names[x], ids[x], routing.algorithm, widths, net.ports[x],
+                                names, ids, port[x], vc[x], hops[x],
+                                tuple(masks[s][x] for s in range(n)), multipath))
     return tables
 
 
