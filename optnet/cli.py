@@ -67,7 +67,9 @@ def cli(verbose: int) -> None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="Output format: human text, JSON, SARIF 2.1.0, or GitHub annotations.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
-def lint(files: tuple[str, ...], fmt: str, strict: bool) -> None:
+@click.option("--no-route", is_flag=True,
+              help="Skip routing and the deadlock proof (E2xx): faster on large clusters.")
+def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None:
     """Check cluster, preset and board FILES (or folders of them) without building.
 
     Every finding is collected before anything is reported. Exit status 0 when clean, 1
@@ -77,7 +79,7 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool) -> None:
     paths = _expand(files)
     for path in paths:
         try:
-            result = lint_file(path)
+            result = lint_file(path, routing=not no_route)
         except InputError as exc:
             unreadable.append(str(exc))
             continue

@@ -84,7 +84,7 @@ def _version(data: dict, smap: SourceMap, key: str, what: str) -> list[Diagnosti
 
 
 def lint_file(path: Path, display: str | None = None,
-              library: BoardLibrary | None = None) -> LintResult:
+              library: BoardLibrary | None = None, *, routing: bool = True) -> LintResult:
     """Load, validate and elaborate a cluster (or preset) file and run every check on it;
     a board file (one with ``optnet_board:``) is checked as a board instead.
 
@@ -96,6 +96,8 @@ def lint_file(path: Path, display: str | None = None,
     library : BoardLibrary, optional
         Boards to use; by default the shipped library plus a ``boards/`` folder next to the
         file.
+    routing : bool
+        Also route the cluster and prove it deadlock-free (E2xx); on by default.
 
     Raises
     ------
@@ -147,7 +149,7 @@ def lint_file(path: Path, display: str | None = None,
         result.diagnostics += check_cluster(cluster, smap, complete=complete)
         result.cluster = cluster
         # Routing needs a whole, physically sound cluster; its findings are E2xx.
-        if not any(d.severity is Severity.ERROR for d in result.diagnostics):
+        if routing and not any(d.severity is Severity.ERROR for d in result.diagnostics):
             result.routed, diags = route(cluster, smap)
             result.diagnostics += diags
     return result
