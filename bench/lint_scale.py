@@ -11,7 +11,6 @@ under 2 s for 1024 nodes on the 2-core reference machine.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import subprocess
 import sys
@@ -19,26 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from clusters import dragonfly, torus
+
 from optnet.lint import lint_file
 
 TARGET_S = 2.0
-
-
-def torus(n: int) -> str:
-    a = 2 ** (int(math.log2(n)) // 2)
-    return (f"defaults: {{board: vc707, link: {{phy: aurora_64b66b, lanes: 2, "
-            f"line_rate: 10Gbps}}}}\ntopology: {{kind: torus, dims: [{a}, {n // a}]}}\n")
-
-
-def dragonfly(n: int) -> str:
-    # Balanced-ish dragonfly of Stratix 10 MX cards (32 optical lanes each): a routers per
-    # group, enough global links per router to join every pair of groups once.
-    a = {64: 8, 256: 16, 1024: 32}[n]
-    g = n // a
-    h = math.ceil((g - 1) / a)
-    return ("defaults: {board: stratix10mx_optics, link: {phy: serial_lite_3, lanes: 1, "
-            "line_rate: 25Gbps}}\n"
-            f"topology: {{kind: dragonfly, groups: {g}, routers: {a}, global_links: {h}}}\n")
 
 
 def run(path: Path, runs: int, *extra: str) -> tuple[float, int]:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import random
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from clusters import dragonfly, random_graph, torus
 
 TARGET_S, TARGET_MIB = 10.0, 2048
 
@@ -39,45 +39,6 @@ print(json.dumps({"s": elapsed, "mib": resource.getrusage(resource.RUSAGE_SELF).
                   "algorithm": routed.routing.algorithm, "acyclic": routed.proof.ok,
                   "links": len(routed.cluster.links), "errors": errors}))
 """
-
-
-def torus(n: int) -> str:
-    a = 2 ** (int(math.log2(n)) // 2)
-    return ("defaults: {board: vc707, link: {phy: aurora_64b66b, lanes: 2, line_rate: 10Gbps}}\n"
-            f"topology: {{kind: torus, dims: [{a}, {n // a}]}}\n")
-
-
-def dragonfly(n: int) -> str:
-    a = {64: 8, 256: 16, 1024: 32}[n]
-    g = n // a
-    h = math.ceil((g - 1) / a)
-    return ("defaults: {board: stratix10mx_optics, link: {phy: serial_lite_3, lanes: 1, "
-            "line_rate: 25Gbps}}\nnetwork: {vcs: 3}\n"
-            f"topology: {{kind: dragonfly, groups: {g}, routers: {a}, global_links: {h}}}\n")
-
-
-def random_graph(n: int) -> str:
-    # A random spanning tree plus as many random extra links again: degree about 4,
-    # routed with up*/down* (auto for an explicit graph).
-    rnd = random.Random(n)
-    edges = {(rnd.randrange(i), i) for i in range(1, n)}
-    while len(edges) < 2 * (n - 1):
-        a, b = rnd.sample(range(n), 2)
-        edges.add((min(a, b), max(a, b)))
-    used = [0] * n
-    nodes = "\n".join(f"  - {{name: v{i}}}" for i in range(n))
-    links = []
-    for a, b in sorted(edges):
-        ends = []
-        for x in (a, b):
-            if used[x] >= 32:
-                break
-            ends.append(f"v{x}.optical{used[x] // 4}")
-            used[x] += 1
-        if len(ends) == 2:
-            links.append(f"  - {{from: {ends[0]}, to: {ends[1]}}}")
-    return ("defaults: {board: stratix10mx_optics, link: {phy: serial_lite_3, line_rate: "
-            f"25Gbps}}}}\nnodes:\n{nodes}\nlinks:\n" + "\n".join(links) + "\n")
 
 
 def main() -> None:
