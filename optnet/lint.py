@@ -30,8 +30,7 @@ class InputError(Exception):
 class LintResult:
     """What linting one file produced."""
 
-    file: str
-    text: str
+    text: str = ""
     diagnostics: list[Diagnostic] = field(default_factory=list)
     cluster: Cluster | None = None
     routed: Routed | None = None
@@ -105,7 +104,7 @@ def lint_file(path: Path, display: str | None = None,
         If the file cannot be read.
     """
     display = display or shown_path(path)
-    result = LintResult(display, "")
+    result = LintResult()
     try:
         result.text = _read(path, display)
         result.sources[display] = result.text
@@ -120,8 +119,9 @@ def lint_file(path: Path, display: str | None = None,
         return result
     if "optnet_board" in data and "optnet" not in data:
         return _lint_board(path, display, result)
-    result.diagnostics += _version(data, smap, "optnet", "cluster file")
-    if result.diagnostics and result.diagnostics[-1].code == "E004":
+    version = _version(data, smap, "optnet", "cluster file")
+    if version:
+        result.diagnostics += version
         return result
     if "preset" in data:
         presets = load_presets(path.parent / "topologies")

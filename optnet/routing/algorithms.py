@@ -34,7 +34,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from optnet.routing.network import Network
-from optnet.spec.checks import hop_latency
 
 __all__ = ["ALGORITHMS", "NotApplicable", "Routing", "ahead", "height_class", "pick_auto"]
 
@@ -443,8 +442,7 @@ def _hierarchical(net: Network) -> Routing:
     enclosure = [node.enclosure for node in cluster.nodes]
     if any(e is None for e in enclosure):
         raise NotApplicable("hierarchical routing needs every node in an enclosure")
-    # Integer picoseconds keep Dijkstra exact.
-    weight = [int(hop_latency(cluster, net.link(c)) * 10**12) for c in range(len(net.src))]
+    weight = net.latency_ps()
 
     def inter(c: int) -> int:
         return int(enclosure[net.src[c]] != enclosure[net.dst[c]])

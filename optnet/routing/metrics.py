@@ -18,7 +18,6 @@ from optnet.cluster import graph
 from optnet.routing.algorithms import ahead
 from optnet.routing.network import Network
 from optnet.routing.route import Routed
-from optnet.spec.checks import hop_latency
 
 __all__ = ["EXACT_BISECTION_NODES", "compute_metrics"]
 
@@ -143,7 +142,7 @@ def compute_metrics(routed: Routed) -> dict:
     """Every metric of ``routed`` as JSON-ready data (rates in bit/s, times in ns)."""
     net, routing, cluster = routed.net, routed.routing, routed.cluster
     n = net.size
-    latency_ps = [int(hop_latency(cluster, net.link(c)) * 10**12) for c in range(len(net.src))]
+    latency_ps = net.latency_ps()
     route_hops = [ahead(net, routing.next[d], d) for d in range(n)]
     route_ps = [ahead(net, routing.next[d], d, latency_ps.__getitem__) for d in range(n)]
     dist, sigma = _shortest_counts(net)

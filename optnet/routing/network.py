@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optnet.cluster import Cluster, Link
+from optnet.cluster import Cluster, Link, hop_latency
 
 __all__ = ["LOCAL", "Network"]
 
@@ -29,21 +29,19 @@ class Network:
         Node indices at the two ends of each channel.
     out_port : tuple of int
         Port number of each channel on its source node.
-    in_port : tuple of int
-        Port number of each channel on its destination node.
     out : tuple of tuple of int
         Channels leaving each node, in port order.
     into : tuple of tuple of int
         Channels arriving at each node.
     ports : tuple of tuple of str
-        Per node, port number -> ``node.port`` name of the link end (``local`` for 0).
+        Per node, port number -> board port name of the link end, with its lane range when
+        the link uses only part of the port (``local`` for port 0).
     """
 
     cluster: Cluster
     src: tuple[int, ...]
     dst: tuple[int, ...]
     out_port: tuple[int, ...]
-    in_port: tuple[int, ...]
     out: tuple[tuple[int, ...], ...]
     into: tuple[tuple[int, ...], ...]
     ports: tuple[tuple[str, ...], ...]
@@ -53,7 +51,7 @@ class Network:
         """Number the channels and ports of ``cluster``."""
         index = {n.name: n.index for n in cluster.nodes}
         n = len(cluster.nodes)
-        src, dst, out_port, in_port = [], [], [], []
+        src, dst, out_port = [], [], []
         out: list[list[int]] = [[] for _ in range(n)]
         into: list[list[int]] = [[] for _ in range(n)]
         ports: list[list[str]] = [["local"] for _ in range(n)]
@@ -72,16 +70,21 @@ class Network:
                 src.append(s)
                 dst.append(d)
                 out_port.append(port_of[(link.index, s)])
-                in_port.append(port_of[(link.index, d)])
                 out[s].append(channel)
                 into[d].append(channel)
-        return cls(cluster, tuple(src), tuple(dst), tuple(out_port), tuple(in_port),
+        return cls(cluster, tuple(src), tuple(dst), tuple(out_port),
                    tuple(tuple(c) for c in out), tuple(tuple(c) for c in into),
                    tuple(tuple(p) for p in ports))
 
     @property
     def size(self) -> int:
         return len(self.out)
+
+    def latency_ps(self) -> list[int]:
+        """One-way latency of every channel's hop in whole picoseconds (exact integer
+        weights for shortest-path search)."""
+        return [int(hop_latency(self.cluster, self.link(c)) * 10**12)
+                for c in range(len(self.src))]
 
     def link(self, channel: int) -> Link:
         """The link a channel belongs to."""

@@ -15,18 +15,14 @@ from fractions import Fraction
 
 import networkx as nx
 
-from optnet.cluster import Cluster, Link, graph
+from optnet.cluster import Cluster, Link, graph, hop_latency
 from optnet.diagnostics import Diagnostic
 from optnet.phys import PARALLEL_REACH, PHYS
 from optnet.spec.names import check_identifier
 from optnet.spec.source import SourceMap
 from optnet.units import Dimension, Quantity, format_quantity
 
-__all__ = ["CHECKS", "check_cluster", "hop_latency"]
-
-# Signal propagation in copper and fibre: about 5 ns per metre.
-_NS_PER_M = Fraction(5, 10**9)
-
+__all__ = ["CHECKS", "check_cluster"]
 
 def _q(value: Fraction, dim: Dimension) -> str:
     return format_quantity(Quantity(Fraction(value), dim))
@@ -130,15 +126,6 @@ def _check_connected(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
     return [Diagnostic("E111", f"The cluster falls apart into {len(parts)} parts that cannot "
                        f"reach each other: {shown}.", smap.at(("links",), key=True),
                        hint="Add links between the parts.")]
-
-
-def hop_latency(cluster: Cluster, link: Link) -> Fraction:
-    """Simple one-way latency of one hop over ``link`` in seconds: router pipeline, PHY pair,
-    and propagation. The report stage refines this model."""
-    net = cluster.desc.network
-    router = Fraction(net.router.pipeline) / net.clock.value
-    length = link.length.value if link.length is not None else Fraction(1)
-    return router + PHYS[link.phy].latency.value + length * _NS_PER_M
 
 
 def _diameter(cluster: Cluster) -> int:
