@@ -1,0 +1,89 @@
+"""Arbiters for the router's allocators.
+
+Amaranth has no arbiter in its standard library (``lib`` has FIFOs, CRCs, CDC, memories
+and streams), so this module is the one place that writes one.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["RoundRobin"]
+
+
+class RoundRobin(wiring.Component):
+    """Round-robin arbiter with optional priority levels.
+
+    The requester after the last one that was granted *and advanced* wins; among
+    requesters of different priority, only those of the highest requesting level take
+    part. The grant is combinational and one-hot (zero when nothing is requested).
+
+    Parameters
+    ----------
+    count : int
+        Requesters.
+    levels : int
+        Priority levels (1 = plain round robin).
+
+    Members
+    -------
+    requests : In(count)
+    priority : In(count * level bits), requester ``i`` at bits ``[i*b, (i+1)*b)``
+        Only with ``levels > 1``.
+    advance : In(1)
+        The grant was used: the pointer moves past the granted requester. Holding the
+        pointer when a grant is not used is what makes iSLIP's pointers desynchronise.
+    grant : Out(count)
+    """
+
+    def __init__(self, count: int, levels: int = 1):
+        self.count = count
+        self.levels = levels
+        self.level_bits = max(1, (levels - 1).bit_length())
+        members = {"requests": In(count), "advance": In(1), "grant": Out(count)}
+        if levels > 1:
+            members["priority"] = In(count * self.level_bits)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.count
+        if n == 1:
+            m.d.comb += self.grant.eq(self.requests)
+            return m
+        requests = Signal(n)
+        if self.levels > 1:
+            b = self.level_bits
+            top = Signal(b)
+            # Highest requested level: a priority encoder over levels.
+            present = Signal(self.levels)
+            for i in range(n):
+                level = self.priority[i * b:(i + 1) * b]
+                for lv in range(self.levels):
+                    with m.If(self.requests[i] & (level == lv)):
+                        m.d.comb += present[lv].eq(1)
+            for lv in range(self.levels):
+                with m.If(present[lv]):
+                    m.d.comb += top.eq(lv)
+            m.d.comb += requests.eq(Cat(
+                self.requests[i] & (self.priority[i * b:(i + 1) * b] == top) for i in range(n)))
+        else:
+            m.d.comb += requests.eq(self.requests)
+        # ``last`` is one-hot; requesters strictly above it go first, then the lowest.
+        last = Signal(n, init=1 << (n - 1))
+        above = Signal(n)
+        m.d.comb += above.eq(~(last | (last - 1)))
+        masked = Signal(n)
+        m.d.comb += masked.eq(requests & above)
+        pick = Signal(n)
+        m.d.comb += pick.eq(Const(0, n))
+        with m.If(masked.any()):
+            m.d.comb += pick.eq(masked)
+        with m.Else():
+            m.d.comb += pick.eq(requests)
+        m.d.comb += self.grant.eq(pick & (~pick + 1))
+        with m.If(self.advance & self.grant.any()):
+            m.d.sync += last.eq(self.grant)
+        return m

@@ -1,0 +1,23 @@
+"""Verilog from Amaranth components."""
+
+from __future__ import annotations
+
+from amaranth.back import verilog
+from amaranth.hdl import Signal
+from amaranth.lib import wiring
+
+__all__ = ["component_ports", "to_verilog"]
+
+
+def component_ports(component: wiring.Component) -> list[Signal]:
+    """The signals of ``component``'s interface, without the constants that
+    ``always_ready``/``always_valid`` streams have in place of a signal."""
+    return [value for _, _, value in component.signature.flatten(component)
+            if isinstance(value, Signal)]
+
+
+def to_verilog(component: wiring.Component, name: str) -> str:
+    """Verilog of ``component`` as a module called ``name``, without source locations (so the
+    text does not depend on where optnet is installed)."""
+    return verilog.convert(component, name=name, ports=component_ports(component),
+                           emit_src=False)
