@@ -40,12 +40,16 @@ class Broadcast:
     edges : set of ((channel, vc), (channel, vc))
         Dependencies the replication adds (unfolded VC classes).
     note : str
+    classes : tuple of array
+        ``classes[s][c]``: VC class of channel ``c`` in the tree of source ``s`` (0 for
+        channels outside it, and for every channel in ``cascade``/``unicast`` modes).
     """
 
     mode: str
     masks: tuple[tuple[int, ...], ...]
     edges: frozenset[tuple[Channel, Channel]]
     note: str
+    classes: tuple[array, ...] = ()
 
 
 def _route_trees(net: Network, routing: Routing) -> list[array] | None:
@@ -109,7 +113,7 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
                          "the source sends one unicast per destination over the direct links; "
                          "no replication, so no dependency beyond unicast")
     trees = None if routing.tree else _route_trees(net, routing)
-    rows, edges = [], set()
+    rows, edges, classes = [], set(), []
     for s in range(n):
         if routing.tree:
             parent = routing.tree(s)
@@ -136,6 +140,10 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
             for child in children.get(v, ()):
                 edges.add(((c, cls[c]), (child, cls[child])))
         rows.append(tuple(mask))
+        row = array("B", bytes(len(net.src)))
+        for c, k in cls.items():
+            row[c] = k
+        classes.append(row)
     if routing.tree:
         note = ("each broadcast climbs to the up*/down* root and spreads down, so its "
                 "replication turns are up*/down* legal too")
@@ -147,7 +155,7 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
         note = ("the unicast routes do not form per-source trees, so broadcasts use "
                 "breadth-first trees (VC class = height of the subtree below); the "
                 "replication dependencies are in the proof")
-    return Broadcast(mode, tuple(rows), frozenset(edges), note)
+    return Broadcast(mode, tuple(rows), frozenset(edges), note, tuple(classes))
 
 
 def _order(net: Network, children: dict[int, list[int]], s: int) -> list[int]:

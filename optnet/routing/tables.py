@@ -8,7 +8,11 @@ Unicast table, one entry per destination node id ``0 .. 2**id_bits - 1``::
     (entry width = port_bits + vc_bits + 1; unused ids are 0, i.e. not valid)
 
 Multicast table, one entry per source node id (multicast group = broadcast from that
-source): a port mask of ``ports`` bits, bit 0 = deliver locally, bit p = forward on port p.
+source)::
+
+    bit  [ports-1 : 0]                         port mask: bit 0 = deliver locally,
+                                               bit p = forward on port p
+    bit  [ports + (p+1)*vc_bits - 1 : ports + p*vc_bits]   VC on port p
 
 Widths: ``id_bits = clog2(largest node id + 1)``, ``port_bits = clog2(ports)`` where
 ``ports`` counts the local port and the node's links, ``vc_bits = clog2(vcs)``; each at
@@ -61,11 +65,18 @@ class Entry:
 
 @dataclass(frozen=True)
 class Group:
-    """Multicast entry: ports a broadcast from ``source`` leaves this node on."""
+    """Multicast entry: ports a broadcast from ``source`` leaves this node on, and the VC
+    it takes on each (``vcs[p]``, 0 where the mask bit is clear)."""
 
     source: str
     source_id: int
     mask: int
+    vcs: tuple[int, ...]
+
+    def word(self, widths: Widths) -> int:
+        """The entry packed as in the hex file."""
+        packed = sum(v << (p * widths.vc_bits) for p, v in enumerate(self.vcs))
+        return packed << widths.ports | self.mask
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,7 @@ class NodeTable:
     vc: array
     hops: array
     mask: tuple[int, ...]
+    mvcs: tuple[int, ...]
     multipath: tuple[tuple[str, tuple[str, ...]], ...]
 
     @property
@@ -96,7 +108,11 @@ class NodeTable:
     @property
     def multicast(self) -> tuple[Group, ...]:
         """One port mask per source (multicast group), in node order."""
-        return tuple(Group(self.names[i], self.ids[i], m) for i, m in enumerate(self.mask))
+        bits, ports = self.widths.vc_bits, self.widths.ports
+        return tuple(Group(self.names[i], self.ids[i], m,
+                           tuple(self.mvcs[i] >> (p * bits) & ((1 << bits) - 1)
+                                 for p in range(ports)))
+                     for i, m in enumerate(self.mask))
 
     def word(self, entry: Entry) -> int:
         """The unicast entry packed as in the hex file."""
@@ -129,13 +145,19 @@ def node_tables(routed: Routed) -> list[NodeTable]:
     detours: dict[int, list] = {}
     for (s, d), via in sorted(routing.multipath.items()):
         detours.setdefault(s, []).append((names[d], tuple(names[m] for m in via)))
+    classes = routed.broadcast.classes
+    vc_bits = clog2(top + 1)
     tables = []
     for x in range(n):
-        widths = Widths(id_bits, clog2(len(net.ports[x])), clog2(top + 1), len(net.ports[x]))
+        widths = Widths(id_bits, clog2(len(net.ports[x])), vc_bits, len(net.ports[x]))
         multipath = tuple(detours.get(x, ()))
+        mvcs = tuple(
+            sum(min(classes[s][c], top) << (out_port[c] * vc_bits) for c in net.out[x]
+                if masks[s][x] >> out_port[c] & 1) if classes else 0
+            for s in range(n))
         tables.append(NodeTable(names[x], ids[x], routing.algorithm, widths, net.ports[x],
                                 names, ids, port[x], vc[x], hops[x],
-                                tuple(masks[s][x] for s in range(n)), multipath))
+                                tuple(masks[s][x] for s in range(n)), mvcs, multipath))
     return tables
 
 
@@ -154,7 +176,8 @@ def to_json(table: NodeTable) -> dict:
         "unicast": [{"dst": e.dst, "dst_id": e.dst_id, "port": e.port, "vc": e.vc,
                      "hops": e.hops} for e in table.unicast],
         "multicast": [{"source": g.source, "source_id": g.source_id, "mask": g.mask,
-                       "ports": [p for p in range(w.ports) if g.mask >> p & 1]}
+                       "ports": [p for p in range(w.ports) if g.mask >> p & 1],
+                       "vcs": [g.vcs[p] for p in range(w.ports) if g.mask >> p & 1]}
                       for g in table.multicast],
         "multipath": [{"dst": dst, "via": list(via)} for dst, via in table.multipath],
     }
@@ -168,11 +191,12 @@ def render_hex(table: NodeTable) -> tuple[str, str]:
         words[entry.dst_id] = table.word(entry)
     masks = [0] * (1 << w.id_bits)
     for group in table.multicast:
-        masks[group.source_id] = group.mask
+        masks[group.source_id] = group.word(w)
     unicast = render_template("tables/routes.hex.j2", table=table, words=words,
                               digits=(w.entry_bits + 3) // 4, kind="unicast")
     multicast = render_template("tables/routes.hex.j2", table=table, words=masks,
-                                digits=(w.ports + 3) // 4, kind="multicast")
+                                digits=(w.ports * (1 + w.vc_bits) + 3) // 4,
+                                kind="multicast")
     return unicast, multicast
 
 

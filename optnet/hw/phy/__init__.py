@@ -29,7 +29,10 @@ PHY_WIDTH_PER_LANE = {
     "serial_lite_3": 64,  # Intel SerialLite III Streaming: 64 bits per lane
     "interlaken": 64,     # 64 bits per lane on the segmented user interface
     "raw_8b10b": 16,      # ECP5 DCU PCS at 16 bits (2 bytes) per channel
-    "lvds": 2,            # DDR: two bits per pair per forwarded-clock cycle
+    # 10-bit line words per pair (2-bit data/control header + 8 user bits, 5 DDR cycles):
+    # a byte per lane keeps the header overhead at 20 % and the user word a whole number of
+    # bytes (see optnet.hw.phy.lvds).
+    "lvds": 8,
 }
 
 

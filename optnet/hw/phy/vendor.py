@@ -603,8 +603,8 @@ def stub_verilog(phy: str, lanes: int, ip_name: str, family: str | None = None) 
 # the adapter's reset input is released. The Aurora cores debounce their reset inputs and
 # want the transceiver reset (gt_reset / pma_init) released before the core reset
 # (reset / reset_pb): PG046 and PG074, Reset and Power Down.
-_GT_RESET_CYCLES = 1 << 10
-_CORE_RESET_CYCLES = 1 << 11
+_GT_RESET_LOG2 = 10       # 1024 cycles
+_CORE_RESET_LOG2 = 11     # 2048 cycles
 
 
 class _VendorPhy(PhyInterface):
@@ -668,15 +668,17 @@ class _VendorPhy(PhyInterface):
 
     def _reset_sequence(self, m: Module, domain: str) -> tuple[Signal, Signal]:
         """Transceiver and core resets, released one after the other (both held at start)."""
-        count = Signal(range(_CORE_RESET_CYCLES + 1))
+        # Counts up to 2**_CORE_RESET_LOG2 and stays there (its top bit set).
+        count = Signal(_CORE_RESET_LOG2 + 1)
         gt_reset = Signal(init=1)
         core_reset = Signal(init=1)
-        with m.If(count != _CORE_RESET_CYCLES):
+        with m.If(~count[_CORE_RESET_LOG2]):
             m.d[domain] += count.eq(count + 1)
-        # Registered, so the IP's asynchronous reset inputs never see a comparator glitch.
+        # Registered, so the IP's asynchronous reset inputs never see a decoding glitch.
         m.d[domain] += [
-            gt_reset.eq(count < _GT_RESET_CYCLES),
-            core_reset.eq(count < _CORE_RESET_CYCLES),
+            # count < 2**_GT_RESET_LOG2, spelt bitwise (count never passes 2**_CORE_RESET_LOG2).
+            gt_reset.eq(~(count[_GT_RESET_LOG2] | count[_CORE_RESET_LOG2])),
+            core_reset.eq(~count[_CORE_RESET_LOG2]),
         ]
         return gt_reset, core_reset
 

@@ -1,0 +1,131 @@
+"""NodeTop: one FPGA's network, assembled from its :class:`~optnet.plan.NodePlan`."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from optnet.hw.endpoint import Endpoint, LocalHub, axis_rx_layout, axis_tx_layout
+from optnet.hw.link import LinkLayer
+from optnet.hw.router import Router
+from optnet.plan import NodePlan
+
+__all__ = ["NodeTop", "lvds_family"]
+
+_LVDS_FAMILY = {"ecp5": "ecp5", "virtex5": "virtex5"}
+
+
+def lvds_family(family: str) -> str:
+    """The I/O primitive family :class:`~optnet.hw.phy.lvds.LvdsPhy` uses for a board
+    family (7-series and newer Xilinx parts share ``xilinx7``)."""
+    return _LVDS_FAMILY.get(family, "xilinx7")
+
+
+class NodeTop(wiring.Component):
+    """Router (or nothing but a hub when the node has no links), link layers, PHY adapters
+    and endpoints of one node.
+
+    Parameters
+    ----------
+    plan : NodePlan
+    phys : str
+        ``vendor``: instantiate the PHY adapters (vendor IP black boxes, LVDS in fabric)
+        and expose their pads as ``port<p>_<pad>``. ``sim``: no adapters; each link port
+        exposes its link layer's PHY side as ``phy<p>_tx``/``phy<p>_rx``/``phy<p>_up`` in
+        domain ``phy<p>``, which the simulation provides and wires to a link model.
+
+    Members
+    -------
+    <endpoint>_s_axis, <endpoint>_m_axis
+        AXI4-Stream ports of each endpoint (see :mod:`optnet.hw.endpoint`).
+    link_up : Out(links)
+    dropped : Out(16)
+        Unroutable packets the router dropped.
+    """
+
+    def __init__(self, plan: NodePlan, phys: str = "vendor"):
+        self.plan = plan
+        self.phys = phys
+        self._adapters = {}
+        members = {}
+        for name, ep in zip(plan.endpoint_names, plan.endpoints, strict=True):
+            members[f"{name}_s_axis"] = In(stream.Signature(axis_tx_layout(ep)))
+            members[f"{name}_m_axis"] = Out(stream.Signature(axis_rx_layout(ep)))
+        members["link_up"] = Out(max(len(plan.ports), 1))
+        members["dropped"] = Out(16)
+        for port in plan.ports:
+            p, w = port.port, port.link.phy_width
+            if phys == "sim":
+                members[f"phy{p}_tx"] = Out(stream.Signature(w))
+                members[f"phy{p}_rx"] = In(stream.Signature(w, always_ready=True))
+                members[f"phy{p}_up"] = In(1)
+            else:
+                adapter = self._adapter(port)
+                self._adapters[p] = adapter
+                for pad, member in adapter.signature.members.items():
+                    if pad not in ("tx", "rx", "up"):
+                        members[f"port{p}_{pad}"] = member
+        super().__init__(members)
+
+    def _adapter(self, port):
+        if port.phy == "lvds":
+            from optnet.hw.phy.lvds import LvdsPhy
+            return LvdsPhy(len(port.lanes), f"phy{port.port}", lvds_family(self.plan.family))
+        from optnet.hw.phy.vendor import make_vendor_phy
+        return make_vendor_phy(port.phy, len(port.lanes), f"phy{port.port}",
+                               ip_name(self.plan, port), family=self.plan.family)
+
+    def elaborate(self, platform):
+        m = Module()
+        plan = self.plan
+        m.submodules.router = router = Router(plan.router)
+        m.submodules.hub = hub = LocalHub(plan.fmt, len(plan.endpoints), plan.router.depth)
+        wiring.connect(m, router.out[0], hub.from_router)
+        wiring.connect(m, hub.to_router, router.inp[0])
+        m.d.comb += [hub.to_router_cred.eq(router.cred_out[0]),
+                     router.cred_in[0].eq(hub.from_router_cred), self.dropped.eq(router.dropped)]
+        for i, (name, cfg) in enumerate(zip(plan.endpoint_names, plan.endpoints, strict=True)):
+            ep = Endpoint(cfg)
+            m.submodules[f"ep_{name}"] = ep
+            wiring.connect(m, ep.net_tx, hub.ep_tx[i])
+            wiring.connect(m, hub.ep_rx[i], ep.net_rx)
+            wiring.connect(m, wiring.flipped(getattr(self, f"{name}_s_axis")), ep.s_axis)
+            wiring.connect(m, ep.m_axis, wiring.flipped(getattr(self, f"{name}_m_axis")))
+        ups = []
+        for port in plan.ports:
+            p = port.port
+            link = LinkLayer(port.link)
+            m.submodules[f"link{p}"] = link
+            wiring.connect(m, router.out[p], link.tx_flit)
+            wiring.connect(m, link.rx_flit, router.inp[p])
+            m.d.comb += [link.cred_local.eq(router.cred_out[p]),
+                         router.cred_in[p].eq(link.cred_remote)]
+            ups.append(link.up)
+            if self.phys == "sim":
+                wiring.connect(m, link.phy_tx, wiring.flipped(getattr(self, f"phy{p}_tx")))
+                wiring.connect(m, wiring.flipped(getattr(self, f"phy{p}_rx")), link.phy_rx)
+                m.d.comb += link.phy_up.eq(getattr(self, f"phy{p}_up"))
+                continue
+            adapter = self._adapters[p]
+            m.submodules[f"phy{p}"] = adapter
+            wiring.connect(m, link.phy_tx, adapter.tx)
+            wiring.connect(m, adapter.rx, link.phy_rx)
+            m.d.comb += link.phy_up.eq(adapter.up)
+            for pad in adapter.signature.members:
+                if pad in ("tx", "rx", "up"):
+                    continue
+                outer, inner = getattr(self, f"port{p}_{pad}"), getattr(adapter, pad)
+                if adapter.signature.members[pad].flow == Out:
+                    m.d.comb += outer.eq(inner)
+                else:
+                    m.d.comb += inner.eq(outer)
+        if ups:
+            m.d.comb += self.link_up.eq(Cat(ups))
+        return m
+
+
+def ip_name(plan: NodePlan, port) -> str:
+    """Module name of the vendor IP behind ``port``: one IP per protocol and lane count, so
+    a node's ports with the same configuration share one generated core."""
+    return f"optnet_{port.phy}_x{len(port.lanes)}"

@@ -1,0 +1,230 @@
+"""Per-node hardware plans: everything the Amaranth lowering needs, and nothing it must
+look up elsewhere.
+
+``plan(routed)`` turns a routed cluster into one :class:`NodePlan` per FPGA: the flit
+format, the router's ports, buffers, credits and table contents, each link port's PHY and
+link-layer parameters, and the endpoints. Plans are immutable; the lowering
+(:mod:`optnet.hw.top`) builds a :class:`~optnet.hw.top.NodeTop` from one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from optnet.hw.endpoint import EndpointConfig
+from optnet.hw.flit import FlitFormat, clog2
+from optnet.hw.link import LinkConfig
+from optnet.hw.phy import user_width
+from optnet.hw.router import RouterConfig
+from optnet.spec.models import EndpointDesc
+from optnet.routing.broadcast import Broadcast, plan_broadcast
+from optnet.routing.network import LOCAL
+from optnet.routing.proof import prove
+from optnet.routing.route import Routed
+from optnet.routing.tables import NodeTable, node_tables
+
+__all__ = ["HW_PHYS", "NodePlan", "PlanError", "PortPlan", "plan"]
+
+#: PHYs the hardware generator has an adapter for.
+HW_PHYS = ("aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "lvds")
+
+#: Header bits reserved for the header's argument (credit grants).
+_ARG_BITS = 16
+
+
+class PlanError(Exception):
+    """The cluster is valid but its hardware cannot be generated; ``args`` are full-sentence
+    reasons, one per problem."""
+
+
+@dataclass(frozen=True)
+class PortPlan:
+    """One link port of a node.
+
+    Attributes
+    ----------
+    port : int
+        Router port number (1 ...; 0 is the local port).
+    name : str
+        Board port, with its lane range when the link uses part of it.
+    board_port : str
+    lanes : tuple of int
+        Lanes of the board port the link uses.
+    phy : str
+    line_rate : int
+        Per lane, bit/s.
+    peer : str
+        ``node.port`` at the far end.
+    link : LinkConfig
+    """
+
+    port: int
+    name: str
+    board_port: str
+    lanes: tuple[int, ...]
+    phy: str
+    line_rate: int
+    peer: str
+    link: LinkConfig
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """Hardware plan of one FPGA.
+
+    Attributes
+    ----------
+    node : str
+    node_id : int
+    board : str
+    vendor, family, part : str
+    clock_hz : float
+        Network clock.
+    fmt : FlitFormat
+    router : RouterConfig
+    ports : tuple of PortPlan
+        Link ports in router port order.
+    endpoints : tuple of EndpointConfig
+    endpoint_names : tuple of str
+    table : NodeTable
+        The routing stage's tables (the router's memories are initialised from them).
+    """
+
+    node: str
+    node_id: int
+    board: str
+    vendor: str
+    family: str
+    part: str
+    clock_hz: float
+    fmt: FlitFormat
+    router: RouterConfig
+    ports: tuple[PortPlan, ...]
+    endpoints: tuple[EndpointConfig, ...]
+    endpoint_names: tuple[str, ...]
+    table: NodeTable
+
+    def role(self) -> tuple:
+        """Everything but the tables and names: nodes with equal roles have identical
+        hardware apart from table contents and the node id."""
+        return (self.board, self.fmt, dataclasses.replace(
+            self.router, unicast=(), multicast=()), tuple(
+            (p.port, p.board_port, p.lanes, p.phy, p.line_rate, p.link) for p in self.ports),
+            tuple(dataclasses.replace(e, node_id=0) for e in self.endpoints))
+
+
+def plan(routed: Routed) -> list[NodePlan]:
+    """Plan the hardware of every node of ``routed`` (whose proof must have passed).
+
+    Raises
+    ------
+    PlanError
+        With every reason the hardware cannot be generated.
+    """
+    cluster = routed.cluster
+    desc = cluster.desc
+    net = desc.network
+    problems: list[str] = []
+    for link in cluster.links:
+        if link.phy not in HW_PHYS:
+            problems.append(f"Link {link} runs '{link.phy}', which optnet cannot generate "
+                            f"hardware for yet; it has adapters for {', '.join(HW_PHYS)}.")
+    hw_broadcast, note = _hardware_broadcast(routed)
+    if hw_broadcast is None:
+        problems.append(note)
+    # A cluster that declares no endpoints gets one unmanaged endpoint, "user", as wide as
+    # a flit, so every node still has a port for the user's logic.
+    eps = desc.endpoints or [EndpointDesc(name="user", width=net.flit_width, managed=False)]
+    fmt = FlitFormat(
+        width=net.flit_width, vcs=net.vcs,
+        id_bits=clog2(max(n.id for n in cluster.nodes) + 1),
+        ep_bits=clog2(max(len(eps), 1)), prio_bits=clog2(net.priorities),
+        arg_bits=_ARG_BITS)
+    if fmt.header_bits > fmt.width:
+        problems.append(f"The packet header needs {fmt.header_bits} bits but flits are "
+                        f"{fmt.width} bits wide in cluster '{cluster.name}'; use a flit_width "
+                        f"of at least {-(-fmt.header_bits // 8) * 8}.")
+    for ep in eps:
+        if ep.width > fmt.width:
+            problems.append(f"Endpoint '{ep.name}' is {ep.width} bits wide but flits are "
+                            f"{fmt.width} bits; one beat must fit one flit.")
+    if problems:
+        raise PlanError(*problems)
+    routed = dataclasses.replace(routed, broadcast=hw_broadcast)
+    max_packet = int(net.max_packet.value)
+    depth = int(net.router.buffer.value)
+    link_kw = dict(window=net.reliability.window,
+                   crc_bits={"crc32": 32, "crc16": 16, "none": 0}[net.reliability.crc])
+    ends = {}
+    for link in cluster.links:
+        ends[link.index, link.a.node] = (link.a, link.b, link)
+        ends[link.index, link.b.node] = (link.b, link.a, link)
+    plans = []
+    for table, node in zip(node_tables(routed), cluster.nodes, strict=True):
+        x = node.index
+        ports = []
+        for c in routed.net.out[x]:
+            own, far, link = ends[c // 2, node.name]
+            p = routed.net.out_port[c]
+            width = user_width(link.phy, link.lanes)
+            ports.append(PortPlan(
+                p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
+                int(link.line_rate.value), str(far),
+                LinkConfig(fmt, width, f"phy{p}", depth, **link_kw)))
+        w = table.widths
+        unicast = tuple(_unicast_words(table))
+        multicast = [0] * (1 << fmt.id_bits)
+        for g in table.multicast:
+            multicast[g.source_id] = g.word(w)
+        router = RouterConfig(
+            fmt, len(table.ports), depth,
+            (2 * max_packet,) + (depth,) * (len(table.ports) - 1),
+            unicast + (0,) * ((1 << fmt.id_bits) - len(unicast)), tuple(multicast),
+            allocator=net.router.allocator, priorities=net.priorities)
+        endpoints = tuple(EndpointConfig(
+            fmt, node.id, i, ep.width, max_packet, managed=ep.managed,
+            buffer=int(ep.buffer.value) if ep.buffer is not None else 64,
+            credit=ep.credit if ep.credit is not None else 16,
+            offset=ep.offset if ep.offset is not None else 0,
+            init_budget=ep.init_budget if ep.init_budget is not None else 1,
+            priority=min(ep.priority, net.priorities - 1)) for i, ep in enumerate(eps))
+        board = node.board
+        plans.append(NodePlan(
+            node.name, node.id, board.name, board.vendor, board.family, board.part,
+            float(net.clock.value), fmt, router, tuple(ports), endpoints,
+            tuple(ep.name for ep in eps), table))
+    return plans
+
+
+def _unicast_words(table: NodeTable) -> list[int]:
+    words = [0] * (1 << table.widths.id_bits)
+    for entry in table.unicast:
+        words[entry.dst_id] = table.word(entry)
+    return words
+
+
+def _hardware_broadcast(routed: Routed) -> tuple[Broadcast | None, str]:
+    """The broadcast plan the routers implement, or None and the reason.
+
+    Routers replicate along trees. ``unicast`` fan-out on a fully connected network is the
+    same thing done at the source: one copy per link, delivered locally one hop later.
+    ``cascade`` (store, forward, drop duplicates) has no hardware yet; the routers use the
+    algorithm's broadcast trees instead, if those are deadlock-free with the VCs given.
+    """
+    b, net = routed.broadcast, routed.net
+    if b.mode == "tree":
+        return b, ""
+    if b.mode == "unicast":
+        n = net.size
+        masks = tuple(tuple(
+            (1 << LOCAL) if v != s else sum(1 << net.out_port[c] for c in net.out[v])
+            for v in range(n)) for s in range(n))
+        return dataclasses.replace(b, masks=masks), ""
+    tree = plan_broadcast(net, routed.routing, "tree")
+    vcs = routed.cluster.desc.network.vcs
+    if not prove(net, routed.routing, set(tree.edges), vcs).ok:
+        return None, (f"Cluster '{routed.cluster.name}' asks for cascade broadcast, which the "
+                      f"generated hardware does not implement, and the replication trees it "
+                      f"would use instead are not deadlock-free with {vcs} VCs.")
+    return tree, ""
