@@ -222,7 +222,9 @@ class Endpoint(wiring.Component):
                              self.net_tx.payload.data.eq(header),
                              grants.r_en.eq(self.net_tx.ready)]
         with m.Elif(self.s_axis.valid & may_send):
-            m.d.comb += [header.dst.eq(user.tdest), header.mcast.eq(user.tuser),
+            # A broadcast's group is its source: the multicast table is indexed by it.
+            m.d.comb += [header.dst.eq(Mux(user.tuser, cfg.node_id, user.tdest)),
+                         header.mcast.eq(user.tuser),
                          header.kind.eq(KIND_DATA), self.net_tx.valid.eq(1),
                          self.net_tx.payload.head.eq(1), self.net_tx.payload.data.eq(header)]
             with m.If(self.net_tx.ready):

@@ -38,10 +38,12 @@ each lane's word out of it at its own bit offset, at a strobe common to all lane
 
 1. *Hunt*: per lane, if the word at the current offset is not a control code, slip the
    offset by one bit; once a lane has seen ``lock_words`` control codes in a row it is
-   word-locked. Offsets stay within the oldest two words.
+   word-locked. While hunting, offsets stay within the oldest word of the history.
 2. *Deskew*: lanes can disagree by up to one whole word. At the first strobe where
-   some lane shows ``MARK``, the lanes that do not are late by one word, and move their
-   offset one word later; at the next ``MARK`` all lanes must show it together.
+   some lane shows ``MARK``, the lanes that do not are one word behind, and take their
+   words one word newer from the history; at the next ``MARK`` all lanes must show it
+   together. With more than one word of skew the link never comes up (rather than
+   pairing up the wrong words).
 3. *Aligned*: every strobe must show either data on every lane or the same control code
    on every lane. Anything else (a bad header, an unknown code, lanes disagreeing) means
    lock is lost: the receiver re-hunts from its current offsets, which takes
@@ -51,8 +53,12 @@ each lane's word out of it at its own bit offset, at a strobe common to all lane
 receiver is aligned too, so both ends agree the link is usable; it falls as soon as
 either end loses lock. There is no error tolerance: a corrupted header drops the link
 instead of dropping a word silently, so the link layer only ever has to recover from
-``up`` falling. A watchdog also drops ``up`` and holds the receiver in reset when the
-forwarded clock stops (far end reset or unplugged).
+``up`` falling. (Errors inside a data word's payload are not detected here; that is the
+link layer's CRC.) Words already in the clock-crossing FIFO when lock is lost still come
+out, whole and in order, in the few cycles after ``up`` falls. A watchdog also drops
+``up`` and holds the receiver in reset when the forwarded clock stops (far end reset or
+unplugged); with the default ``watchdog`` it needs the forwarded clock to run at no less
+than 1/8 of ``clk_in``.
 
 Clocking
 --------
@@ -65,10 +71,11 @@ and written at most every fifth cycle of a clock of about the same frequency, it
 overflow, and the two ends need not share an oscillator.
 
 The forwarded clock leaves the transmitter edge-aligned with the data (a DDR output
-register driven with 1/0, as UG471 and TN1265 recommend for clock forwarding). Centring the
-sampling point in the data eye (board trace delay, IDELAY/DELAYG taps, or a phase-shifted
-PLL output) is the board integration's job; the word/bit alignment above absorbs any whole
-number of bits of clock-to-data and lane-to-lane skew.
+register driven with 1/0: UG471 "Clock Forwarding", TN1265's aligned GDDRX1 transmit
+interface). Centring the sampling point in the data eye (board trace delay, IDELAY/DELAYG
+taps, or a phase-shifted PLL output) is the board integration's job; the word/bit alignment
+above absorbs any whole number of bits of clock-to-data skew, and lane-to-lane skew up to
+one word.
 """
 
 from __future__ import annotations
@@ -117,8 +124,8 @@ HEADER_DATA = 0b01
 #: Header (bits 1:0) of a control word.
 HEADER_CTRL = 0b10
 
-# Found by exhaustive search over control words; see the module docstring for the
-# properties they have (tests/test_hw_lvds.py re-checks them).
+# Picked by a computer search over control words for the properties the module docstring
+# states (tests/test_hw_lvds.py re-checks them).
 #: Deskew marker, every fourth control word.
 CODE_MARK = 0b11_0011_1010
 #: Control word of a transmitter whose own receiver is not aligned.
@@ -189,8 +196,8 @@ class LvdsPhy(PhyInterface):
         ``lock_words`` (8): consecutive control words a lane must see to be word-locked.
         ``ctrl_period`` (128): most data words sent between two control words.
         ``fifo_depth`` (8): depth of the receive clock-crossing FIFO (a power of 2).
-        ``watchdog`` (64): user-domain cycles without a forwarded clock edge after which
-        the link is down.
+        ``watchdog`` (64): user-domain cycles without a sign of the forwarded clock after
+        which the link is down.
         ``ports`` (``"platform"`` only): dict with ``clk``, ``tx``, ``rclk``, ``rx``
         :class:`~amaranth.lib.io.PortLike` (e.g. ``platform.request(..., dir="-")``
         subsignals), of widths 1, ``lanes``, 1, ``lanes``.
@@ -300,7 +307,8 @@ class LvdsPhy(PhyInterface):
             # Lattice TN1265 / FPGA-TN-02035 "ECP5 and ECP5-5G High-Speed I/O Interface",
             # generic x1 DDR (GDDRX1): ODDRX1F(D0, D1, SCLK, RST -> Q) sends D0 on the
             # rising edge and D1 on the falling edge; IDDRX1F(D, SCLK, RST -> Q0, Q1) gives
-            # the rising-edge sample on Q0 and the following falling-edge sample on Q1.
+            # the rising-edge sample on Q0 and the following falling-edge sample on Q1,
+            # both on the next rising edge (Diamond's ECP5 simulation models).
             # OLVDS(A -> Z, ZN) and ILVDS(A, AN -> Z) are the differential buffers of the
             # Lattice FPGA Libraries Reference Guide (Diamond; Yosys maps them onto the
             # TRELLIS_IO of the true pin for nextpnr). The I/O standard (LVDS, or
@@ -363,9 +371,11 @@ class LvdsPhy(PhyInterface):
             # matched so the IDDR outputs can be taken over by BUFR-clocked logic.
             iddr_clk = Signal(name="rclk_io")
             m.submodules.rclk_bufio = Instance("BUFIO", i_I=rclk_pad, o_O=iddr_clk)
+            # SIM_DEVICE only selects the simulation model, but Vivado insists on 7SERIES.
+            device = "7SERIES" if self.family == "xilinx7" else "VIRTEX5"
             m.submodules.rclk_bufr = Instance(
-                "BUFR", p_BUFR_DIVIDE="BYPASS", i_I=rclk_pad, i_CE=one, i_CLR=zero,
-                o_O=rclk)
+                "BUFR", p_BUFR_DIVIDE="BYPASS", p_SIM_DEVICE=device,
+                i_I=rclk_pad, i_CE=one, i_CLR=zero, o_O=rclk)
         else:
             m.submodules.rclk_bufg = Instance("BUFG", i_I=rclk_pad, o_O=rclk)
             iddr_clk = rclk
