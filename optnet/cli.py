@@ -26,7 +26,7 @@ from optnet.emit.env import render_template
 from optnet.emit.format_doc import format_reference
 from optnet.lint import InputError, lint_file, load_presets
 from optnet.render import FORMATS, render, summary
-from optnet.resources import data_dir
+from optnet.resources import data_dir, shown_path
 from optnet.routing.export import route_json, write_tables
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.tables import node_tables
@@ -140,6 +140,53 @@ def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str 
                                    rate=lambda v: format_quantity(
                                        Quantity(Fraction(v).limit_denominator(1000),
                                                 Dimension.RATE))), nl=False)
+
+
+@cli.command("hdl")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
+              help="Write nodes/<node>/rtl/<node>.v and nodes/<node>/stubs/*.v here.")
+@click.option("--nodes", help="Comma-separated node names (default: every node).")
+@click.option("--one-per-role", is_flag=True,
+              help="Only the first node of each distinct hardware role (for lint).")
+def hdl(file: str, output: str, nodes: str | None, one_per_role: bool) -> None:
+    """Generate the Verilog of every node of FILE (lint, route, plan, lower).
+
+    Exit status 0 when written, 1 when the cluster has errors or its hardware cannot be
+    generated, 2 when unreadable or a node name is unknown.
+    """
+    from optnet.emit import hdl as emit_hdl
+    from optnet.plan import PlanError, plan
+
+    try:
+        result = lint_file(Path(file))
+    except InputError as exc:
+        click.echo(f"optnet: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
+    if errors or result.routed is None:
+        click.echo(render(result.diagnostics, "text", result.sources, 1), err=True, nl=False)
+        sys.exit(EXIT_FINDINGS)
+    try:
+        plans = plan(result.routed)
+    except PlanError as exc:
+        for reason in exc.args:
+            click.echo(f"error: {reason}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    if nodes:
+        wanted = [n.strip() for n in nodes.split(",") if n.strip()]
+        known = {p.node for p in plans}
+        unknown = [n for n in wanted if n not in known]
+        if unknown:
+            click.echo(f"optnet: no node called {', '.join(map(repr, unknown))} in {file}.",
+                       err=True)
+            sys.exit(EXIT_USAGE)
+        plans = [p for p in plans if p.node in wanted]
+    if one_per_role:
+        plans = emit_hdl.one_per_role(plans)
+    for p in plans:
+        written = emit_hdl.write_files(Path(output), p.node, emit_hdl.node_files(p))
+        click.echo(f"{p.node}: {', '.join(shown_path(w) for w in written)}")
 
 
 @cli.command()

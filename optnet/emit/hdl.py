@@ -1,0 +1,66 @@
+"""Verilog per node, with black-box stubs of the vendor IP and primitives it instantiates."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from optnet.hw.phy.primitives import PRIMITIVES, primitive_stubs
+from optnet.hw.top import NodeTop, ip_name
+from optnet.hw.verilog import to_verilog
+from optnet.plan import NodePlan
+
+__all__ = ["node_files", "one_per_role", "write_files"]
+
+
+def node_files(plan: NodePlan) -> dict[str, str]:
+    """Files of one node, relative to its folder.
+
+    ``rtl/<node>.v`` is the design (top module ``<node>``); ``stubs/*.v`` are black-box
+    modules of the vendor IP cores and I/O primitives it instantiates, for lint and
+    open-source synthesis only (the vendor flow generates the real ones).
+    """
+    from optnet.hw.phy.vendor import stub_verilog
+
+    verilog = to_verilog(NodeTop(plan), plan.node)
+    files = {f"rtl/{plan.node}.v": verilog}
+    for port in plan.ports:
+        if port.phy != "lvds":
+            name = ip_name(plan, port)
+            files[f"stubs/{name}.v"] = stub_verilog(port.phy, len(port.lanes), name,
+                                                    family=plan.family)
+    used = {name for name in PRIMITIVES if re.search(rf"^\s*{name}\b", verilog, re.M)}
+    if used:
+        files["stubs/primitives.v"] = primitive_stubs(used)
+    return files
+
+
+def one_per_role(plans: list[NodePlan]) -> list[NodePlan]:
+    """The first node of every hardware role (nodes of one role differ only in tables and
+    node id, so linting one of them checks them all)."""
+    seen, out = set(), []
+    for plan in plans:
+        role = plan.role()
+        if role not in seen:
+            seen.add(role)
+            out.append(plan)
+    return out
+
+
+def write_files(root: Path, node: str, files: dict[str, str]) -> list[Path]:
+    """Write ``files`` under ``root/nodes/<node>/``; returns the paths written.
+
+    Node names are legal identifiers (E020) and file names come from optnet, so nothing can
+    leave ``root``; the check below is a second line of defence.
+    """
+    root = root.resolve()
+    base = (root / "nodes" / node).resolve()
+    written = []
+    for rel, text in sorted(files.items()):
+        path = (base / rel).resolve()
+        if not path.is_relative_to(base):
+            raise ValueError(f"{rel!r} of node {node!r} would leave {root}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
