@@ -164,7 +164,10 @@ class Endpoint(wiring.Component):
         # -- managed: count what the user takes, queue credit grants --------------------
         grants = None
         if cfg.managed:
-            m.submodules.grants = grants = fifo.SyncFIFO(width=f.id_bits, depth=8)
+            # Never full, so taking packets never waits for the network: a source can
+            # have at most (init_budget * credit + offset) / credit + 1 grants owed to it.
+            owed = cfg.init_budget + 2
+            m.submodules.grants = grants = fifo.SyncFIFO(width=f.id_bits, depth=nodes * owed)
             m.submodules.taken = taken_mem = memory.Memory(
                 shape=range(cfg.credit + 1), depth=nodes, init=[cfg.offset] * nodes)
             t_r, t_w = taken_mem.read_port(domain="comb"), taken_mem.write_port()
