@@ -17,12 +17,12 @@ from optnet.hw.flit import FlitFormat, clog2
 from optnet.hw.link import LinkConfig
 from optnet.hw.phy import user_width
 from optnet.hw.router import RouterConfig
-from optnet.spec.models import EndpointDesc
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.network import LOCAL
 from optnet.routing.proof import prove
 from optnet.routing.route import Routed
 from optnet.routing.tables import NodeTable, node_tables
+from optnet.spec.models import EndpointDesc
 
 __all__ = ["HW_PHYS", "NodePlan", "PlanError", "PortPlan", "plan"]
 

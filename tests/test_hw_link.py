@@ -87,6 +87,6 @@ def test_recovers_every_error_at_ber_1e_4():
 
 
 def test_recovers_from_lane_failure():
-    sent, got, credits, stats = run_link(count=400, fail=((300, 900, 1),), cycles=100000)
+    sent, got, credits, _ = run_link(count=400, fail=((300, 900, 1),), cycles=100000)
     assert got == sent
     assert credits == [sum(1 for _, v in sent if v == k) for k in range(2)]

@@ -73,7 +73,6 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
         credits = {(p, v): DEPTH for p in range(PORTS) for v in range(2)}
         # credits the harness (as downstream) owes back: (due cycle, port, vc)
         owed = deque()
-        current = {p: None for p in range(PORTS)}  # VC a packet is being sent on
         for cycle in range(cycles):
             for p in range(PORTS):
                 inp = dut.inp[p]
@@ -124,7 +123,7 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
 
 
 def _targets(ref, packet):
-    vc, dst, mcast, words = packet
+    _, dst, mcast, _ = packet
     table = ref["multi"] if mcast else ref["uni"]
     return table.get(dst, {})
 
@@ -133,7 +132,7 @@ def _packets_of(flits):
     packets, current = [], None
     for data, head, tail in flits:
         assert (current is None) == bool(head), "a packet started inside another one"
-        current = [data] if head else current + [data]
+        current = [data] if head else [*current, data]
         if tail:
             packets.append(tuple(current))
             current = None
