@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from optnet.hw.endpoint import EndpointConfig
 from optnet.hw.flit import FlitFormat, clog2
 from optnet.hw.link import LinkConfig
-from optnet.hw.phy import user_width
+from optnet.hw.phy.vendor import user_width_for
 from optnet.hw.router import RouterConfig
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.network import LOCAL
@@ -167,7 +167,7 @@ def plan(routed: Routed) -> list[NodePlan]:
         for c in routed.net.out[x]:
             own, far, link = ends[c // 2, node.name]
             p = routed.net.out_port[c]
-            width = user_width(link.phy, link.lanes)
+            width = user_width_for(link.phy, link.lanes, node.board.family)
             ports.append(PortPlan(
                 p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
                 int(link.line_rate.value), str(far),

