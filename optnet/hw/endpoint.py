@@ -217,8 +217,8 @@ class Endpoint(wiring.Component):
                 m.d.sync += beats.eq(beats + 1)
                 with m.If(self.net_tx.payload.tail):
                     m.d.sync += sending.eq(0)
-        with m.Elif(grants.r_rdy if grants is not None else 0):
-            if grants is not None:   # a credit packet goes before new data
+        if grants is not None:
+            with m.Elif(grants.r_rdy):   # a credit packet goes before new data
                 m.d.comb += [header.dst.eq(grants.r_data), header.kind.eq(KIND_CREDIT),
                              header.arg.eq(cfg.credit), self.net_tx.valid.eq(1),
                              self.net_tx.payload.head.eq(1), self.net_tx.payload.tail.eq(1),

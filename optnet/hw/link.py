@@ -302,7 +302,7 @@ class LinkLayer(wiring.Component):
     def _deserialise(self, m, rx_fifo, slip, pd):
         n, w = self.config.words, self.config.phy_width
         shift = Signal(self.config.frame_bits)
-        count = Signal(range(n))
+        count = Signal(range(max(n, 2)))   # never zero-width
         skip = Signal()
         with m.If(slip.o):
             m.d[pd] += skip.eq(1)
