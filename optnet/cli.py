@@ -103,6 +103,22 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
+def _routed_or_exit(file: str):
+    """Lint and route FILE; print its findings and exit 2 (unreadable) or 1 (errors, or not
+    routable) unless it routed cleanly. Returns the Routed cluster."""
+    try:
+        result = lint_file(Path(file))
+    except InputError as exc:
+        click.echo(f"optnet: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
+    if result.diagnostics:
+        click.echo(render(result.diagnostics, "text", result.sources, 1), err=True, nl=False)
+    if result.routed is None or errors:
+        sys.exit(EXIT_FINDINGS)
+    return result.routed
+
+
 @cli.command("route")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
@@ -116,17 +132,7 @@ def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str 
 
     Exit status 0 when routed and proven, 1 with any error finding, 2 when unreadable.
     """
-    try:
-        result = lint_file(Path(file))
-    except InputError as exc:
-        click.echo(f"optnet: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
-    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
-    routed = result.routed
-    if result.diagnostics:
-        click.echo(render(result.diagnostics, "text", result.sources, 1), err=True, nl=False)
-    if routed is None or errors:
-        sys.exit(EXIT_FINDINGS)
+    routed = _routed_or_exit(file)
     metrics = compute_metrics(routed)
     node_tabs = node_tables(routed) if tables or emit_dir else []
     if emit_dir:
@@ -158,17 +164,9 @@ def hdl(file: str, output: str, nodes: str | None, one_per_role: bool) -> None:
     from optnet.emit import hdl as emit_hdl
     from optnet.plan import PlanError, plan
 
+    routed = _routed_or_exit(file)
     try:
-        result = lint_file(Path(file))
-    except InputError as exc:
-        click.echo(f"optnet: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
-    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
-    if errors or result.routed is None:
-        click.echo(render(result.diagnostics, "text", result.sources, 1), err=True, nl=False)
-        sys.exit(EXIT_FINDINGS)
-    try:
-        plans = plan(result.routed)
+        plans = plan(routed)
     except PlanError as exc:
         for reason in exc.args:
             click.echo(f"error: {reason}", err=True)
