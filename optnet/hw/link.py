@@ -34,6 +34,9 @@ from optnet.hw.flit import FlitFormat, clog2
 
 __all__ = ["LinkConfig", "LinkLayer", "frame_layout"]
 
+# Frames queued for the PHY clock domain: enough to cover the clock crossing's round trip.
+_TX_DEPTH = 8
+
 _CRC = {32: crc.catalog.CRC32_ETHERNET, 16: crc.catalog.CRC16_CCITT}
 
 
@@ -153,7 +156,7 @@ class LinkLayer(wiring.Component):
 
         m.submodules.up_sync = cdc.FFSynchronizer(self.phy_up, self.up)
         m.submodules.tx_fifo = tx_fifo = fifo.AsyncFIFO(
-            width=cfg.frame_bits, depth=4, w_domain="sync", r_domain=pd)
+            width=cfg.frame_bits, depth=_TX_DEPTH, w_domain="sync", r_domain=pd)
         m.submodules.rx_fifo = rx_fifo = fifo.AsyncFIFO(
             width=cfg.frame_bits, depth=8, w_domain=pd, r_domain="sync")
         slip = cdc.PulseSynchronizer(i_domain="sync", o_domain=pd)
@@ -200,7 +203,9 @@ class LinkLayer(wiring.Component):
             rp_r.addr.eq(send_seq[:S - 1]),
             body.has_flit.eq(have_data), body.seq.eq(send_seq), body.ack.eq(expect),
             body.nak.eq(nak_due), body.credits.eq(Cat(local_cnt)), body.flit.eq(rp_r.data),
-            fire.eq(self.up & (tx_fifo.w_level < 3)
+            # w_level is a register and a fired frame is written a cycle later, so up to
+            # two frames are not in it yet: fire only while both would still fit.
+            fire.eq(self.up & (tx_fifo.w_level < _TX_DEPTH - 2)
                     & (have_data | changed | (quiet == cfg.keepalive))),
             tx_crc.data.eq(body), tx_crc.start.eq(fire), tx_crc.valid.eq(fire),
         ]
