@@ -172,15 +172,12 @@ def plan(routed: Routed) -> list[NodePlan]:
                 p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
                 int(link.line_rate.value), str(far),
                 LinkConfig(fmt, width, f"phy{p}", depth, **link_kw)))
-        w = table.widths
-        unicast = tuple(_unicast_words(table))
-        multicast = [0] * (1 << fmt.id_bits)
-        for g in table.multicast:
-            multicast[g.source_id] = g.word(w)
+        # The local port's "receiver" is the hub, which takes flits straight into the
+        # endpoints and returns each credit at once; two packets' worth keeps it streaming.
         router = RouterConfig(
             fmt, len(table.ports), depth,
             (2 * max_packet,) + (depth,) * (len(table.ports) - 1),
-            unicast + (0,) * ((1 << fmt.id_bits) - len(unicast)), tuple(multicast),
+            tuple(table.unicast_words()), tuple(table.multicast_words()),
             allocator=net.router.allocator, priorities=net.priorities)
         endpoints = tuple(EndpointConfig(
             fmt, node.id, i, ep.width, max_packet, managed=ep.managed,
@@ -195,13 +192,6 @@ def plan(routed: Routed) -> list[NodePlan]:
             float(net.clock.value), fmt, router, tuple(ports), endpoints,
             tuple(ep.name for ep in eps), table))
     return plans
-
-
-def _unicast_words(table: NodeTable) -> list[int]:
-    words = [0] * (1 << table.widths.id_bits)
-    for entry in table.unicast:
-        words[entry.dst_id] = table.word(entry)
-    return words
 
 
 def _hardware_broadcast(routed: Routed) -> tuple[Broadcast | None, str]:

@@ -118,6 +118,7 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
         done["cycles"] = cycle
         done["dropped"] = {n: ctx.get(t.dropped) for n, t in tops.items()}
         done["partial"] = dict(partial)
+        done["flipped"] = sum(model.flipped for model in models)
 
     sim.add_testbench(bench)
     sim.run()
@@ -148,4 +149,5 @@ def test_cluster_delivers_every_packet_once_in_order(name):
 
 def test_ring_with_bit_errors_loses_nothing():
     expected, received, done = simulate("ring4", packets_per_endpoint=30, ber=1e-4, seed=7)
+    assert done["flipped"] > 0, "the run must actually inject errors"
     assert received == expected, f"after {done['cycles']} cycles"

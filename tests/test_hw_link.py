@@ -24,9 +24,9 @@ def run_link(count=400, ber=0.0, fail=(), phy_width=32, seed=0, cycles=60000):
     sim = Simulator(m)
     sim.add_clock(10e-9)
     sim.add_clock(7e-9, domain="phy")   # PHY user clock unrelated to the network clock
-    ab = LinkModel(a.phy_tx, b.phy_rx, a.phy_up, "phy", phy_width, lanes=2, latency=6,
+    ab = LinkModel(a.phy_tx, b.phy_rx, a.phy_up, "phy", phy_width, latency=6,
                    ber=ber, fail=fail, seed=seed)
-    ba = LinkModel(b.phy_tx, a.phy_rx, b.phy_up, "phy", phy_width, lanes=2, latency=6,
+    ba = LinkModel(b.phy_tx, a.phy_rx, b.phy_up, "phy", phy_width, latency=6,
                    ber=ber, fail=fail, seed=seed + 1)
     sim.add_testbench(ab.process, background=True)
     sim.add_testbench(ba.process, background=True)

@@ -26,7 +26,7 @@ def node_files(plan: NodePlan) -> dict[str, str]:
     files = {f"rtl/{plan.node}.v": verilog}
     for port in plan.ports:
         if port.phy != "lvds":
-            name = ip_name(plan, port)
+            name = ip_name(port)
             files[f"stubs/{name}.v"] = stub_verilog(port.phy, len(port.lanes), name,
                                                     family=plan.family)
     used = {name for name in PRIMITIVES if re.search(rf"^\s*{name}\b", verilog, re.M)}

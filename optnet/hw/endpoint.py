@@ -131,12 +131,11 @@ class Endpoint(wiring.Component):
         f = cfg.fmt
         nodes = 1 << f.id_bits
         B = cfg.budget_bits
-        header_of = lambda word: data.View(f.header, word[:f.header_bits])  # noqa: E731
 
         # -- receive ---------------------------------------------------------------------
         m.submodules.rx_buf = rx_buf = fifo.SyncFIFOBuffered(
             width=axis_rx_layout(cfg).size, depth=cfg.beats)
-        rx_hdr = header_of(self.net_rx.payload.data)
+        rx_hdr = data.View(f.header, self.net_rx.payload.data[:f.header_bits])
         in_packet = Signal()
         src = Signal(f.id_bits)
         granted_add = Signal()          # a credit packet arrived: budget[src] += arg

@@ -16,17 +16,14 @@ from dataclasses import dataclass
 
 from amaranth.lib import data
 
+from optnet.routing.tables import clog2
+
 __all__ = ["KIND_CREDIT", "KIND_DATA", "FlitFormat", "clog2"]
 
 #: Header ``kind`` of a packet that carries user data.
 KIND_DATA = 0
 #: Header ``kind`` of a managed endpoint's end-to-end credit return (``arg`` = credits).
 KIND_CREDIT = 1
-
-
-def clog2(value: int) -> int:
-    """Bits needed to number ``value`` things (at least 1)."""
-    return max(1, (value - 1).bit_length())
 
 
 @dataclass(frozen=True)

@@ -29,15 +29,15 @@ class LinkModel:
     domain : str
         Clock domain both interfaces are in.
     width : int
-        Word width; ``lanes`` lanes carry ``width // lanes`` bits each.
+        Word width.
     latency : int
         Cycles from ``tx`` to ``rx``.
     ber : float
         Probability that any one bit is flipped.
     fail : tuple of (int, int, int)
-        ``(first cycle, last cycle, lane)``: the lane fails in that window; the bonded
-        link loses every word and drops ``up`` (a PHY cannot run a bonded channel with a
-        lane missing).
+        ``(first cycle, last cycle, lane)``: the lane fails in that window. Any failed lane
+        takes the whole bonded link down (a PHY cannot run a bonded channel with a lane
+        missing): every word is lost and ``up`` drops.
     seed : int
     """
 
@@ -46,7 +46,6 @@ class LinkModel:
     up: object
     domain: str
     width: int
-    lanes: int = 1
     latency: int = 4
     ber: float = 0.0
     fail: tuple = ()

@@ -74,7 +74,7 @@ class NodeTop(wiring.Component):
             return LvdsPhy(len(port.lanes), f"phy{port.port}", lvds_family(self.plan.family))
         from optnet.hw.phy.vendor import make_vendor_phy
         return make_vendor_phy(port.phy, len(port.lanes), f"phy{port.port}",
-                               ip_name(self.plan, port), family=self.plan.family)
+                               ip_name(port), family=self.plan.family)
 
     def elaborate(self, platform):
         m = Module()
@@ -125,7 +125,7 @@ class NodeTop(wiring.Component):
         return m
 
 
-def ip_name(plan: NodePlan, port) -> str:
+def ip_name(port) -> str:
     """Module name of the vendor IP behind ``port``: one IP per protocol and lane count, so
     a node's ports with the same configuration share one generated core."""
     return f"optnet_{port.phy}_x{len(port.lanes)}"

@@ -119,6 +119,20 @@ class NodeTable:
         w = self.widths
         return (1 << (w.port_bits + w.vc_bits)) | (entry.vc << w.port_bits) | entry.port
 
+    def unicast_words(self) -> list[int]:
+        """The unicast table as memory words, indexed by destination id (0 = not valid)."""
+        words = [0] * (1 << self.widths.id_bits)
+        for entry in self.unicast:
+            words[entry.dst_id] = self.word(entry)
+        return words
+
+    def multicast_words(self) -> list[int]:
+        """The multicast table as memory words, indexed by group (source) id."""
+        words = [0] * (1 << self.widths.id_bits)
+        for group in self.multicast:
+            words[group.source_id] = group.word(self.widths)
+        return words
+
 
 def node_tables(routed: Routed) -> list[NodeTable]:
     """The tables of every node, in node order."""
@@ -186,15 +200,11 @@ def to_json(table: NodeTable) -> dict:
 def render_hex(table: NodeTable) -> tuple[str, str]:
     """(unicast hex, multicast hex) for ``$readmemh``."""
     w = table.widths
-    words = [0] * (1 << w.id_bits)
-    for entry in table.unicast:
-        words[entry.dst_id] = table.word(entry)
-    masks = [0] * (1 << w.id_bits)
-    for group in table.multicast:
-        masks[group.source_id] = group.word(w)
-    unicast = render_template("tables/routes.hex.j2", table=table, words=words,
+    unicast = render_template("tables/routes.hex.j2", table=table,
+                              words=table.unicast_words(),
                               digits=(w.entry_bits + 3) // 4, kind="unicast")
-    multicast = render_template("tables/routes.hex.j2", table=table, words=masks,
+    multicast = render_template("tables/routes.hex.j2", table=table,
+                                words=table.multicast_words(),
                                 digits=(w.ports * (1 + w.vc_bits) + 3) // 4,
                                 kind="multicast")
     return unicast, multicast
