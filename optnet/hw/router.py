@@ -3,24 +3,34 @@
 Pipeline (zero load, cycles after a head flit is presented on an input)::
 
     0  route lookup from the head flit's header; flit and route written to its VC buffer
-    1  VC allocation: the head flit at the front of an idle VC claims its output VCs
-    2  switch allocation and traversal into the output register
+    1  switch allocation: the flit at the front of each VC bids for its outputs; a winning
+       unicast head also takes its output VC; winners are latched, one flit per input
+    2  traversal: each output takes its latched flit into the output register
     3  flit valid on the output
 
 so a head flit takes three cycles per hop and every following flit one more cycle each.
+Allocation and traversal are separate stages so that no combinational path runs from the
+allocators through the crossbar (the router reaches its clock on slow fabrics too).
+
+Output VC allocation is folded into switch allocation: tables give every packet one VC
+per output, so a unicast head only has to find that VC idle, and the switch arbiter already
+lets one head per output win a cycle. Multicast heads need several output VCs at once; one
+at a time (round robin) reserves the set, which keeps unicast heads off those VCs until
+their owners finish and then takes them all in one cycle, so two multicasts can never each
+hold half of what the other needs. A multicast head therefore spends one or two cycles
+more per hop. Each flit leaves its input buffer once it has been sent on every branch.
 
 Flow control is credit based on every port: an output sends only when the downstream
 buffer of the flit's VC has room (``credits`` per port, returned on ``cred_in``); an input
-returns one credit per flit it frees on ``cred_out``. Outputs also honour ``ready``, so a
-link layer that cannot take a flit this cycle simply stalls its port.
+returns one credit per flit it frees on ``cred_out``, one cycle after the flit left. Outputs
+also honour ``ready``, so a link layer that cannot take a flit this cycle stalls its port;
+``ready`` feeds allocation directly and should come from a register.
 
 Routing is the routing stage's destination-based tables (:mod:`optnet.routing.tables`): the
 unicast table maps a destination id to an output port and the VC to use on it; the
 multicast table maps a multicast group (the source's id) to a port mask and a VC per port.
-A multicast packet claims all its output VCs at once (so two multicasts can never each
-hold half of what the other needs) and each flit leaves its input buffer once it has been
-sent on every branch. A head flit whose destination has no valid entry is dropped with its
-packet and counted in ``dropped``.
+A head flit whose destination has no valid entry is dropped with its packet and counted in
+``dropped``.
 """
 
 from __future__ import annotations
@@ -123,30 +133,40 @@ class Router(wiring.Component):
         f, P, V = cfg.fmt, cfg.ports, cfg.fmt.vcs
         vb, pb = f.vc_bits, cfg.port_bits
         levels = cfg.priorities
-        route = data.StructLayout({"mask": P, "vcs": P * vb})
+        route = data.StructLayout({"mask": P, "vcs": P * vb, "multi": 1})
         entry = data.StructLayout({"flit": f.flit, "route": route})
+        requesters = [(p, v) for p in range(P) for v in range(V)]
 
         m.submodules.unicast = utab = memory.Memory(
             shape=pb + vb + 1, depth=cfg.table_depth, init=cfg.unicast)
         m.submodules.multicast = mtab = memory.Memory(
-            shape=route.size, depth=cfg.table_depth, init=cfg.multicast)
+            shape=P + P * vb, depth=cfg.table_depth, init=cfg.multicast)
 
-        # Output state: register, credits and owner flag per output VC.
-        out_free = [Signal(name=f"out{q}_free") for q in range(P)]
+        # -- output side: owner flag and credits per output VC; the traversal stage -------
+        busy = [Signal(V, name=f"busy{q}") for q in range(P)]
         credit = [[Signal(range(cfg.credits[q] + 1), init=cfg.credits[q], name=f"cr{q}_{w}")
                    for w in range(V)] for q in range(P)]
-        busy = [[Signal(name=f"busy{q}_{w}") for w in range(V)] for q in range(P)]
-        # An output VC whose tail flit leaves this cycle can be claimed again this cycle,
-        # so back-to-back packets on one VC do not lose a cycle between them.
-        release = [[Signal(name=f"release{q}_{w}") for w in range(V)] for q in range(P)]
-        free_vc = [Cat(~busy[q][w] | release[q][w] for w in range(V)) for q in range(P)]
+        has_credit = [Cat(c != 0 for c in credit[q]) for q in range(P)]
+        # stage[q]: one-hot input whose latched flit goes to output q next (and its VC).
+        stage = [Signal(P, name=f"stage{q}") for q in range(P)]
+        stage_vc = [Signal(vb, name=f"stage_vc{q}") for q in range(P)]
+        latch = [Signal(f.flit, name=f"latch{p}") for p in range(P)]
+        out_free = [Signal(name=f"out_free{q}") for q in range(P)]
         for q in range(P):
             m.d.comb += out_free[q].eq(~self.out[q].valid | self.out[q].ready)
-            with m.If(self.out[q].ready):
-                m.d.sync += self.out[q].valid.eq(0)
+        # Output q can be granted if its stage empties this cycle; input p can be granted
+        # (its latch overwritten) if every output still waiting for its latch moves now.
+        out_ok = [~stage[q].any() | out_free[q] for q in range(P)]
+        in_ok = [Cat(~stage[q][p] | out_free[q] for q in range(P)).all() for p in range(P)]
 
-        # Input side: route lookup, buffers, per-VC state.
-        fronts, heads, states = [], [], []
+        # -- the multicast reservation (see the module docstring) -----------------------
+        mc_pend = Signal()
+        mc_who = Signal(len(requesters))
+        mc_need = [Signal(V, name=f"mc_need{q}") for q in range(P)]
+        vc_open = [busy[q] | Mux(mc_pend, mc_need[q], 0) for q in range(P)]
+
+        # -- input side: route lookup, buffers, per-VC state ----------------------------
+        fronts, states, prios, cur_vcs = {}, {}, {}, {}
         for p in range(P):
             inp = self.inp[p]
             header = data.View(f.header, inp.payload.data[:f.header_bits])
@@ -154,147 +174,155 @@ class Router(wiring.Component):
             m.d.comb += [uport.addr.eq(header.dst), mport.addr.eq(header.dst)]
             looked = Signal(route, name=f"route{p}")
             with m.If(header.mcast):
-                m.d.comb += looked.eq(mport.data)
+                m.d.comb += [looked.mask.eq(mport.data[:P]), looked.vcs.eq(mport.data[P:]),
+                             looked.multi.eq((looked.mask & (looked.mask - 1)) != 0)]
             with m.Elif(uport.data[pb + vb]):
                 m.d.comb += [
                     looked.mask.eq(1 << uport.data[:pb]),
                     looked.vcs.eq(Cat(uport.data[pb:pb + vb] for _ in range(P))),
                 ]
-            row_f, row_h, row_s = [], [], []
             for v in range(V):
-                buf = fifo.SyncFIFO(width=entry.size, depth=cfg.depth)
+                buf = _FrontRegisteredFifo(entry.size, cfg.depth)
                 m.submodules[f"buf{p}_{v}"] = buf
                 m.d.comb += [
                     buf.w_data.eq(Cat(inp.payload, looked)),
                     buf.w_en.eq(inp.valid & (inp.payload.vc == v)),
                 ]
                 front = data.View(entry, buf.r_data)
-                state = _VcState(f, P, vb, name=f"{p}_{v}")
-                row_f.append((buf, front))
-                row_h.append(buf.r_rdy & front.flit.head & ~state.active)
-                row_s.append(state)
-            fronts.append(row_f)
-            heads.append(row_h)
-            states.append(row_s)
+                st = _VcState(f, P, vb, name=f"{p}_{v}")
+                fronts[p, v], states[p, v] = (buf, front), st
+                prios[p, v] = Mux(st.active, st.prio,
+                                  data.View(f.header, front.flit.data[:f.header_bits]).prio)
+                cur_vcs[p, v] = Mux(st.active, st.vcs, front.route.vcs)
 
-        # VC allocation: one arbiter per output VC; a packet is granted only when it wins
-        # every output VC it needs, and only asks when all of them are free.
-        requesters = [(p, v) for p in range(P) for v in range(V)]
-        needs = {}
-        for p, v in requesters:
-            r = fronts[p][v][1].route
-            wants = []
-            for q in range(P):
-                vcq = r.vcs[q * vb:(q + 1) * vb]
-                wants.append([r.mask[q] & (vcq == w) for w in range(V)])
-            free = Cat(~r.mask[q] | free_vc[q].bit_select(r.vcs[q * vb:(q + 1) * vb], 1)
-                       for q in range(P)).all()
-            needs[p, v] = (wants, free)
-        va_arb = {}
-        for q in range(P):
-            for w in range(V):
-                arb = RoundRobin(len(requesters), levels)
-                m.submodules[f"va{q}_{w}"] = arb
-                if levels > 1:
-                    m.d.comb += arb.priority.eq(Cat(
-                        data.View(f.header, fronts[p][v][1].flit.data[:f.header_bits]).prio
-                        for p, v in requesters))
-                m.d.comb += arb.requests.eq(Cat(
-                    heads[p][v] & needs[p, v][1] & needs[p, v][0][q][w] for p, v in requesters))
-                va_arb[q, w] = arb
-        won = {}
-        for i, (p, v) in enumerate(requesters):
-            wants = needs[p, v][0]
-            won[p, v] = Signal(name=f"va_won{p}_{v}")
-            m.d.comb += won[p, v].eq(heads[p][v] & needs[p, v][1] & Cat(
-                ~wants[q][w] | va_arb[q, w].grant[i] for q in range(P) for w in range(V)).all())
-        for q in range(P):
-            for w in range(V):
-                arb = va_arb[q, w]
-                m.d.comb += arb.advance.eq(Cat(
-                    won[p, v] & arb.grant[i] for i, (p, v) in enumerate(requesters)).any())
+        def vc_of(key, q):
+            return cur_vcs[key][q * vb:(q + 1) * vb]
 
-        # Switch allocation.
-        want = {}
+        # Requests: an active VC bids for the branches it has not sent yet; an idle VC
+        # with a unicast head at its front bids for its output if that output VC is idle.
+        want, uni_head = {}, {}
         for p, v in requesters:
-            buf, front = fronts[p][v]
-            st = states[p][v]
+            buf, front = fronts[p, v]
+            st = states[p, v]
+            uni_head[p, v] = (buf.r_rdy & front.flit.head & ~st.active & ~front.route.multi)
             want[p, v] = Signal(P, name=f"want{p}_{v}")
             m.d.comb += want[p, v].eq(Cat(
-                st.active & buf.r_rdy & st.mask[q] & ~st.sent[q] & out_free[q]
-                & (Cat(c != 0 for c in credit[q]).bit_select(st.vc(q), 1))
+                in_ok[p] & out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
+                    (st.active & buf.r_rdy & st.mask[q] & ~st.sent[q])
+                    | (uni_head[p, v] & front.route.mask[q]
+                       & ~vc_open[q].bit_select(vc_of((p, v), q), 1)))
                 if q != p or p == 0 else 0
                 for q in range(P)))
-        chosen, grant = self._switch_allocate(m, P, V, levels, want, states)
+        chosen, grant = self._switch_allocate(m, P, V, levels, want, prios)
 
-        # Traversal, credits, state updates.
-        dropped = Signal(16)
-        m.d.comb += self.dropped.eq(dropped)
+        # -- what was granted: latch per input, stage per output, credits, VC owners ------
+        for p in range(P):
+            with m.If(Cat(grant[q][p] for q in range(P)).any()):
+                m.d.sync += latch[p].eq(_one_hot_or(
+                    [(chosen[p][v], fronts[p, v][1].flit) for v in range(V)]))
         for q in range(P):
-            sent_vc = Signal(vb, name=f"sent_vc{q}")
-            send = Signal(name=f"send{q}")
-            tail = Signal(name=f"tail{q}")
-            for p, v in requesters:
-                buf, front = fronts[p][v]
-                with m.If(grant[q][p] & chosen[p][v]):
-                    m.d.comb += [send.eq(1), sent_vc.eq(states[p][v].vc(q)),
-                                 tail.eq(front.flit.tail)]
-                    m.d.sync += [self.out[q].payload.eq(front.flit),
-                                 self.out[q].payload.vc.eq(states[p][v].vc(q))]
+            picks = [(grant[q][p] & chosen[p][v], (p, v)) for p, v in requesters]
+            sent_vc = _one_hot_or([(sel, vc_of(key, q)) for sel, key in picks])
+            head = _one_hot_or([(sel, fronts[key][1].flit.head) for sel, key in picks])
+            tail = _one_hot_or([(sel, fronts[key][1].flit.tail) for sel, key in picks])
+            send = Cat(grant[q]).any()
+            moves = stage[q].any() & out_free[q]
+            with m.If(moves):
+                m.d.sync += stage[q].eq(0)
             with m.If(send):
-                m.d.sync += self.out[q].valid.eq(1)
+                m.d.sync += [stage[q].eq(Cat(grant[q])), stage_vc[q].eq(sent_vc)]
+            # Traversal: the latched flit of the staged input (never input q itself on a
+            # link port, so link outputs mux P - 1 latches).
+            sources = [p for p in range(P) if p != q or q == 0]
+            index = Signal(range(len(sources)), name=f"stage_idx{q}")
+            with m.If(send):
+                m.d.sync += index.eq(_one_hot_or(
+                    [(grant[q][p], i) for i, p in enumerate(sources)]))
+            with m.If(self.out[q].ready):
+                m.d.sync += self.out[q].valid.eq(0)
+            with m.If(moves):
+                m.d.sync += [self.out[q].valid.eq(1),
+                             self.out[q].payload.eq(_mux_tree(index, [latch[p] for p in sources])),
+                             self.out[q].payload.vc.eq(stage_vc[q])]
             for w in range(V):
                 spend = send & (sent_vc == w)
                 with m.If(spend & ~self.cred_in[q][w]):
                     m.d.sync += credit[q][w].eq(credit[q][w] - 1)
                 with m.Elif(~spend & self.cred_in[q][w]):
                     m.d.sync += credit[q][w].eq(credit[q][w] + 1)
-                m.d.comb += release[q][w].eq(spend & tail)
-                with m.If(release[q][w]):
+                # A unicast head takes the output VC, the tail gives it back.
+                with m.If(spend & tail):
                     m.d.sync += busy[q][w].eq(0)
+                with m.Elif(spend & head):
+                    m.d.sync += busy[q][w].eq(1)
 
+        # -- per input VC: dequeue, state, drops -------------------------------------------
         drops = []
-        for p, v in requesters:
-            buf, front = fronts[p][v]
-            st = states[p][v]
+        for i, (p, v) in enumerate(requesters):
+            buf, front = fronts[p, v]
+            st = states[p, v]
             granted = Cat(grant[q][p] & chosen[p][v] for q in range(P))
             done = Signal(P, name=f"done{p}_{v}")
-            m.d.comb += done.eq(st.sent | granted)
+            m.d.comb += done.eq(Mux(st.active, st.sent, 0) | granted)
             dequeue = Signal(name=f"deq{p}_{v}")
             with m.If(st.active & (st.mask == 0)):
                 m.d.comb += dequeue.eq(buf.r_rdy)          # dropping an unroutable packet
-            with m.Elif(st.active & buf.r_rdy & (done == st.mask)):
-                m.d.comb += dequeue.eq(1)
-            with m.Elif(st.active):
-                m.d.sync += st.sent.eq(done)
+            with m.Elif(granted.any()):
+                m.d.comb += dequeue.eq(done == Mux(st.active, st.mask, front.route.mask))
+                with m.If(~st.active & ~front.flit.tail):
+                    m.d.sync += [st.active.eq(1), st.mask.eq(front.route.mask),
+                                 st.vcs.eq(front.route.vcs), st.prio.eq(prios[p, v])]
+            m.d.sync += self.cred_out[p][v].eq(dequeue)
             with m.If(dequeue):
-                m.d.comb += [buf.r_en.eq(1), self.cred_out[p][v].eq(1)]
+                m.d.comb += buf.r_en.eq(1)
                 m.d.sync += st.sent.eq(0)
                 with m.If(front.flit.tail):
                     m.d.sync += st.active.eq(0)
-            with m.If(won[p, v]):
-                r = front.route
-                m.d.sync += [st.active.eq(1), st.mask.eq(r.mask), st.vcs.eq(r.vcs),
-                             st.sent.eq(0),
-                             st.prio.eq(data.View(f.header, front.flit.data[:f.header_bits])
-                                        .prio)]
-                for q in range(P):
-                    for w in range(V):
-                        with m.If(needs[p, v][0][q][w]):
-                            m.d.sync += busy[q][w].eq(1)
-            drop = heads[p][v] & (front.route.mask == 0)
+            with m.Elif(granted.any()):
+                m.d.sync += st.sent.eq(done)
+            with m.If(mc_pend & mc_who[i] & Cat(~mc_need[q] | ~busy[q]
+                                                for q in range(P)).all()):
+                # the reservation is complete: every output VC it needs is idle
+                m.d.sync += [st.active.eq(1), st.mask.eq(front.route.mask),
+                             st.vcs.eq(front.route.vcs), st.sent.eq(0), st.prio.eq(prios[p, v])]
+            drop = buf.r_rdy & front.flit.head & ~st.active & (front.route.mask == 0)
             drops.append(drop)
             with m.If(drop):
                 m.d.sync += [st.active.eq(1), st.mask.eq(0)]
+
+        # -- multicast reservation --------------------------------------------------------
+        m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
+        if levels > 1:
+            m.d.comb += mc_arb.priority.eq(Cat(prios[key] for key in requesters))
+        m.d.comb += [
+            mc_arb.requests.eq(Cat(
+                fronts[key][0].r_rdy & fronts[key][1].flit.head & ~states[key].active
+                & fronts[key][1].route.multi for key in requesters)),
+            mc_arb.advance.eq(~mc_pend),
+        ]
+        complete = Cat(~mc_need[q] | ~busy[q] for q in range(P)).all()
+        with m.If(~mc_pend & mc_arb.grant.any()):
+            m.d.sync += [mc_pend.eq(1), mc_who.eq(mc_arb.grant)]
+            for q in range(P):
+                m.d.sync += mc_need[q].eq(_one_hot_or([
+                    (mc_arb.grant[i], fronts[key][1].route.mask[q] << vc_of(key, q))
+                    for i, key in enumerate(requesters)]))
+        with m.If(mc_pend & complete):
+            m.d.sync += mc_pend.eq(0)
+            for q in range(P):
+                for w in range(V):
+                    with m.If(mc_need[q][w]):   # bit by bit: a tail may free another VC
+                        m.d.sync += busy[q][w].eq(1)
+
+        dropped = Signal(16)
+        m.d.comb += self.dropped.eq(dropped)
         total = Signal(17)
         m.d.comb += total.eq(dropped + sum(drops))
         m.d.sync += dropped.eq(Mux(total > 0xFFFF, 0xFFFF, total))
         return m
 
-    def _switch_allocate(self, m, P, V, levels, want, states):
+    def _switch_allocate(self, m, P, V, levels, want, prio_of):
         """Returns ``chosen[p][v]`` (the VC input ``p`` sends from) and ``grant[q][p]``."""
-        prio_of = {key: st.prio for key, st in
-                   (((p, v), states[p][v]) for p in range(P) for v in range(V))}
         chosen = [[Signal(name=f"chosen{p}_{v}") for v in range(V)] for p in range(P)]
         grant = [[Signal(name=f"grant{q}_{p}") for p in range(P)] for q in range(P)]
         out_arb = []
@@ -309,7 +337,7 @@ class Router(wiring.Component):
             in_arb.append(arb)
             if levels > 1:
                 m.d.comb += arb.priority.eq(Cat(prio_of[p, v] for v in range(V)))
-        port_prio = [Signal(states[0][0].prio.shape(), name=f"port_prio{p}") for p in range(P)]
+        port_prio = [Signal(self.config.fmt.prio_bits, name=f"port_prio{p}") for p in range(P)]
 
         if self.config.allocator == "round_robin":
             # Input first: each input picks a VC that can send somewhere, then each output
@@ -386,3 +414,65 @@ class _VcState:
 
     def vc(self, q: int):
         return self.vcs[q * self.vc_bits:(q + 1) * self.vc_bits]
+
+
+class _FrontRegisteredFifo(wiring.Component):
+    """A ``depth``-entry FIFO whose front entry is held in a register.
+
+    Switch allocation starts from the front entries of all input VCs; reading them out of
+    LUT RAM would put the RAM's read delay at the head of the router's longest path. A
+    write into an empty queue goes straight into the front register, so the entry is
+    readable the next cycle, as with :class:`~amaranth.lib.fifo.SyncFIFO` (whereas
+    :class:`~amaranth.lib.fifo.SyncFIFOBuffered` takes a cycle more). The entries behind
+    the front live in a ``SyncFIFO`` of ``depth - 1``.
+
+    Members
+    -------
+    w_data : In(width)
+    w_en : In(1)
+        The writer never writes into a full queue (it holds a credit per entry).
+    r_data : Out(width)
+    r_rdy : Out(1)
+    r_en : In(1)
+    """
+
+    def __init__(self, width: int, depth: int):
+        self.width, self.depth = width, depth
+        super().__init__({"w_data": In(width), "w_en": In(1), "r_data": Out(width),
+                          "r_rdy": Out(1), "r_en": In(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.rest = rest = fifo.SyncFIFO(width=self.width, depth=self.depth - 1)
+        taken = ~self.r_rdy | self.r_en         # the front register is free at the clock edge
+        m.d.comb += rest.r_en.eq(taken)
+        with m.If(taken):
+            m.d.sync += self.r_rdy.eq(0)
+        with m.If(taken & rest.r_rdy):
+            m.d.sync += [self.r_data.eq(rest.r_data), self.r_rdy.eq(1)]
+        with m.Elif(taken & self.w_en):
+            m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(1)]
+        # behind the front: everything that does not go straight into the register
+        m.d.comb += [rest.w_data.eq(self.w_data),
+                     rest.w_en.eq(self.w_en & ~(taken & ~rest.r_rdy))]
+        return m
+
+
+def _one_hot_or(cases):
+    """``value`` of the one ``(select, value)`` pair whose select is set (0 if none): an
+    AND-OR mux, the cheapest form when the selects are already one-hot."""
+    result = 0
+    for select, value in cases:
+        result = result | Mux(select, value, 0)
+    return result
+
+
+def _mux_tree(index, values):
+    """``values[index]`` as a balanced tree of 2:1 muxes on the bits of ``index``, which
+    maps four values onto one 6-input LUT per bit."""
+    level, bit = list(values), 0
+    while len(level) > 1:
+        level = [Mux(index[bit], level[i + 1], level[i]) if i + 1 < len(level) else level[i]
+                 for i in range(0, len(level), 2)]
+        bit += 1
+    return level[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from amaranth.back import verilog
 from amaranth.hdl import Signal, Value
 from amaranth.lib import wiring
@@ -22,8 +24,21 @@ def component_ports(component: wiring.Component) -> list[Signal]:
     return ports
 
 
+#: An ``initial`` block that only zeroes the storage of an ``amaranth.lib.fifo`` FIFO (its
+#: memory is called ``storage``; optnet's own memories have other names).
+_FIFO_ZERO_INIT = re.compile(r"  initial begin\n(?:    storage\[\d+\] = \d+'h0+;\n)+  end\n")
+
+
 def to_verilog(component: wiring.Component, name: str) -> str:
     """Verilog of ``component`` as a module called ``name``, without source locations (so the
-    text does not depend on where optnet is installed)."""
-    return verilog.convert(component, name=name, ports=component_ports(component),
+    text does not depend on where optnet is installed).
+
+    Amaranth gives every memory an initial value, zeros if none is asked for. A FIFO never
+    reads an entry it has not written, so the zeros of FIFO storage are dropped: for a
+    receive buffer of thousands of entries they are one Verilog line per entry, which
+    tools parse slowly (Yosys takes minutes) and which pins the RAM's power-up contents for
+    no reason. Memories whose zeros matter (credit counters, tables) keep them.
+    """
+    text = verilog.convert(component, name=name, ports=component_ports(component),
                            emit_src=False)
+    return _FIFO_ZERO_INIT.sub("", text)
