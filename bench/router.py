@@ -51,6 +51,7 @@ from optnet.hw.flit import FlitFormat  # noqa: E402
 from optnet.hw.link import LinkConfig, LinkLayer, frame_layout  # noqa: E402
 from optnet.hw.linkmodel import LinkModel  # noqa: E402
 from optnet.hw.router import Router, RouterConfig  # noqa: E402
+from optnet.hw.verilog import to_verilog  # noqa: E402
 from optnet.phys import PHYS  # noqa: E402
 from optnet.spec.models import NetworkDesc  # noqa: E402
 
@@ -87,59 +88,24 @@ def five_port() -> RouterConfig:
 
 
 def _example_routers() -> list[tuple[str, RouterConfig, Fraction | None]]:
-    """HOOK: the router of each example cluster, from ``optnet.hw.plan.router_configs(path)
-    -> {node name: RouterConfig}`` (being written elsewhere). Prints "examples: not
-    available yet" and returns nothing while that function does not exist.
-
-    Per cluster, the node with the most ports (first by name) is measured; the cluster
-    clock comes from linting the file."""
-    try:
-        from optnet.hw.plan import router_configs
-    except ImportError:
-        print("examples: not available yet (optnet.hw.plan.router_configs is missing)")
-        return []
+    """The router of each example cluster: per cluster, the planned node whose router has
+    the most ports (first by name), at the cluster's network clock."""
     from optnet.lint import lint_file
+    from optnet.plan import plan
     out = []
     for path in sorted((ROOT / "examples").glob("*.yaml")):
-        try:
-            configs = router_configs(path)
-        except Exception as exc:  # a benchmark reports and goes on
-            print(f"examples: {path.name}: router_configs failed: {exc!r}")
+        routed = lint_file(path).routed
+        if routed is None:
+            print(f"examples: {path.name} does not lint; skipped")
             continue
-        if not configs:
-            continue
-        node = min(configs, key=lambda n: (-configs[n].ports, n))
-        clock = None
-        try:
-            routed = lint_file(path).routed
-            if routed is not None:
-                clock = Fraction(routed.cluster.desc.network.clock.value)
-        except Exception:  # the clock is optional
-            pass
-        out.append((f"{path.stem}/{node}", configs[node], clock))
-    return out
-
-
-def _ports(component) -> list[Signal]:
-    """Every port signal of ``component``, payload views included.
-
-    ``optnet.hw.verilog.component_ports`` keeps only members that are ``Signal``
-    instances, so it drops stream payloads that are ``data.View``s (every flit); the
-    resulting Verilog has no payload ports and synthesis removes the datapath. Here a
-    View is cast to its underlying Signal and only constants are left out."""
-    out = []
-    for _, _, value in component.signature.flatten(component):
-        if isinstance(value, Const):
-            continue
-        value = Value.cast(value)
-        if isinstance(value, Signal):
-            out.append(value)
+        node = min(plan(routed), key=lambda p: (-p.router.ports, p.node))
+        out.append((f"{path.stem}/{node.node}", node.router, Fraction(node.clock_hz)))
     return out
 
 
 def router_verilog(cfg: RouterConfig) -> str:
     router = Router(cfg)
-    return verilog.convert(router, name="router", ports=_ports(router), emit_src=False)
+    return to_verilog(router, "router")
 
 
 # -- latency --------------------------------------------------------------------------------

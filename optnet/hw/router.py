@@ -174,15 +174,16 @@ class Router(wiring.Component):
             m.d.comb += [uport.addr.eq(header.dst), mport.addr.eq(header.dst)]
             looked = Signal(route, name=f"route{p}")
             with m.If(header.mcast):
-                m.d.comb += [looked.mask.eq(mport.data[:P]), looked.vcs.eq(mport.data[P:]),
-                             looked.multi.eq((looked.mask & (looked.mask - 1)) != 0)]
+                mask = mport.data[:P]
+                m.d.comb += [looked.mask.eq(mask), looked.vcs.eq(mport.data[P:]),
+                             looked.multi.eq((mask & (mask - 1)) != 0)]
             with m.Elif(uport.data[pb + vb]):
                 m.d.comb += [
                     looked.mask.eq(1 << uport.data[:pb]),
                     looked.vcs.eq(Cat(uport.data[pb:pb + vb] for _ in range(P))),
                 ]
             for v in range(V):
-                buf = _FrontRegisteredFifo(entry.size, cfg.depth)
+                buf = fifo.SyncFIFO(width=entry.size, depth=cfg.depth)
                 m.submodules[f"buf{p}_{v}"] = buf
                 m.d.comb += [
                     buf.w_data.eq(Cat(inp.payload, looked)),
@@ -305,7 +306,8 @@ class Router(wiring.Component):
             m.d.sync += [mc_pend.eq(1), mc_who.eq(mc_arb.grant)]
             for q in range(P):
                 m.d.sync += mc_need[q].eq(_one_hot_or([
-                    (mc_arb.grant[i], fronts[key][1].route.mask[q] << vc_of(key, q))
+                    (mc_arb.grant[i], Cat(fronts[key][1].route.mask[q] & (vc_of(key, q) == w)
+                                          for w in range(V)))
                     for i, key in enumerate(requesters)]))
         with m.If(mc_pend & complete):
             m.d.sync += mc_pend.eq(0)
@@ -414,48 +416,6 @@ class _VcState:
 
     def vc(self, q: int):
         return self.vcs[q * self.vc_bits:(q + 1) * self.vc_bits]
-
-
-class _FrontRegisteredFifo(wiring.Component):
-    """A ``depth``-entry FIFO whose front entry is held in a register.
-
-    Switch allocation starts from the front entries of all input VCs; reading them out of
-    LUT RAM would put the RAM's read delay at the head of the router's longest path. A
-    write into an empty queue goes straight into the front register, so the entry is
-    readable the next cycle, as with :class:`~amaranth.lib.fifo.SyncFIFO` (whereas
-    :class:`~amaranth.lib.fifo.SyncFIFOBuffered` takes a cycle more). The entries behind
-    the front live in a ``SyncFIFO`` of ``depth - 1``.
-
-    Members
-    -------
-    w_data : In(width)
-    w_en : In(1)
-        The writer never writes into a full queue (it holds a credit per entry).
-    r_data : Out(width)
-    r_rdy : Out(1)
-    r_en : In(1)
-    """
-
-    def __init__(self, width: int, depth: int):
-        self.width, self.depth = width, depth
-        super().__init__({"w_data": In(width), "w_en": In(1), "r_data": Out(width),
-                          "r_rdy": Out(1), "r_en": In(1)})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.rest = rest = fifo.SyncFIFO(width=self.width, depth=self.depth - 1)
-        taken = ~self.r_rdy | self.r_en         # the front register is free at the clock edge
-        m.d.comb += rest.r_en.eq(taken)
-        with m.If(taken):
-            m.d.sync += self.r_rdy.eq(0)
-        with m.If(taken & rest.r_rdy):
-            m.d.sync += [self.r_data.eq(rest.r_data), self.r_rdy.eq(1)]
-        with m.Elif(taken & self.w_en):
-            m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(1)]
-        # behind the front: everything that does not go straight into the register
-        m.d.comb += [rest.w_data.eq(self.w_data),
-                     rest.w_en.eq(self.w_en & ~(taken & ~rest.r_rdy))]
-        return m
 
 
 def _one_hot_or(cases):
