@@ -20,6 +20,9 @@ their owners finish and then takes them all in one cycle, so two multicasts can 
 hold half of what the other needs. A multicast head therefore spends one or two cycles
 more per hop. Each flit leaves its input buffer once it has been sent on every branch.
 
+The local output (port 0) carries one packet at a time whatever its VC, so endpoints see
+whole packets; link outputs interleave the packets of different VCs flit by flit.
+
 Flow control is credit based on every port: an output sends only when the downstream
 buffer of the flit's VC has room (``credits`` per port, returned on ``cred_in``); an input
 returns one credit per flit it frees on ``cred_out``, one cycle after the flit left. Outputs
@@ -164,6 +167,10 @@ class Router(wiring.Component):
         mc_who = Signal(len(requesters))
         mc_need = [Signal(V, name=f"mc_need{q}") for q in range(P)]
         vc_open = [busy[q] | Mux(mc_pend, mc_need[q], 0) for q in range(P)]
+        # The local output carries one packet at a time, whatever its VC: the endpoints
+        # reassemble packets without per-VC state. Safe, because ejection is a sink.
+        complete = Cat(~mc_need[0].any() | ~busy[0].any(),
+                       *(~mc_need[q] | ~busy[q] for q in range(1, P))).all()
 
         # -- input side: route lookup, buffers, per-VC state ----------------------------
         fronts, states, prios, cur_vcs = {}, {}, {}, {}
@@ -210,8 +217,9 @@ class Router(wiring.Component):
             m.d.comb += want[p, v].eq(Cat(
                 in_ok[p] & out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
                     (st.active & buf.r_rdy & st.mask[q] & ~st.sent[q])
-                    | (uni_head[p, v] & front.route.mask[q]
-                       & ~vc_open[q].bit_select(vc_of((p, v), q), 1)))
+                    | (uni_head[p, v] & front.route.mask[q] & ~(
+                        vc_open[q].any() if q == 0
+                        else vc_open[q].bit_select(vc_of((p, v), q), 1))))
                 if q != p or p == 0 else 0
                 for q in range(P)))
         chosen, grant = self._switch_allocate(m, P, V, levels, want, prios)
@@ -281,8 +289,7 @@ class Router(wiring.Component):
                     m.d.sync += st.active.eq(0)
             with m.Elif(granted.any()):
                 m.d.sync += st.sent.eq(done)
-            with m.If(mc_pend & mc_who[i] & Cat(~mc_need[q] | ~busy[q]
-                                                for q in range(P)).all()):
+            with m.If(mc_pend & mc_who[i] & complete):
                 # the reservation is complete: every output VC it needs is idle
                 m.d.sync += [st.active.eq(1), st.mask.eq(front.route.mask),
                              st.vcs.eq(front.route.vcs), st.sent.eq(0), st.prio.eq(prios[p, v])]
@@ -301,7 +308,6 @@ class Router(wiring.Component):
                 & fronts[key][1].route.multi for key in requesters)),
             mc_arb.advance.eq(~mc_pend),
         ]
-        complete = Cat(~mc_need[q] | ~busy[q] for q in range(P)).all()
         with m.If(~mc_pend & mc_arb.grant.any()):
             m.d.sync += [mc_pend.eq(1), mc_who.eq(mc_arb.grant)]
             for q in range(P):
