@@ -78,9 +78,11 @@ PHYS: dict[str, PhyInfo] = {p.name: p for p in (
             "Lattice TN1261 (ECP5/ECP5-5G SERDES/PCS): 8b/10b PCS, 270 Mb/s to 5 Gb/s per "
             "channel on ECP5-5G; optnet's own framing above it"),
     PhyInfo("lvds", frozenset(), "parallel", _rate("1Mbps"), _rate("1.6Gbps"), 64,
-            Fraction(1), _ns(20),
-            "Source-synchronous DDR over GPIO pairs; the board port's max_line_rate is the "
-            "real limit; BEE3 on-board links: 20 ns at 500 MT/s"),
+            Fraction(8, 10), _ns(20),
+            "Source-synchronous DDR over GPIO pairs (optnet.hw.phy.lvds: 10-bit words, a "
+            "2-bit data/control header per byte, and 1 word in 129 for alignment, not "
+            "counted here); the board port's max_line_rate is the real limit; BEE3 "
+            "on-board links: 20 ns at 500 MT/s"),
 )}
 
 # Longest link a source-synchronous parallel bus is trusted over, by connector: skew

@@ -120,8 +120,8 @@ class RouterDesc(_Model):
     """Input buffer depth per port and virtual channel."""
     allocator: Literal["round_robin", "islip"] = "round_robin"
     """Switch allocator: separable round robin, or iSLIP."""
-    pipeline: int = Field(2, ge=1, le=8)
-    """Router pipeline stages (cycles per hop at zero load)."""
+    pipeline: int = Field(3, ge=1, le=8)
+    """Router pipeline stages (cycles per hop at zero load; optnet's router takes 3)."""
 
 
 class ReliabilityDesc(_Model):
