@@ -18,8 +18,9 @@ than that node's endpoint has agreed to hold:
   receive buffer of ``buffer`` packets is safe for ``buffer // that`` sources sending at
   once (the plan reports that figure).
 
-Broadcasts (``tuser`` = 1 on the send side) are not budgeted: a full receiver holds them
-back in the network, as an unmanaged endpoint does with every packet.
+Broadcasts (``tuser`` = 1 on the send side) are not budgeted, so taking one earns its
+source no credit: a full receiver holds them back in the network, as an unmanaged endpoint
+does with every packet.
 """
 
 from __future__ import annotations
@@ -133,11 +134,15 @@ class Endpoint(wiring.Component):
         B = cfg.budget_bits
 
         # -- receive ---------------------------------------------------------------------
+        # Each entry: a beat for m_axis and whether its packet is a broadcast (broadcasts
+        # spend no budget, so taking one earns its source no credit).
+        beat_bits = axis_rx_layout(cfg).size
         m.submodules.rx_buf = rx_buf = fifo.SyncFIFOBuffered(
-            width=axis_rx_layout(cfg).size, depth=cfg.beats)
+            width=beat_bits + 1, depth=cfg.beats)
         rx_hdr = data.View(f.header, self.net_rx.payload.data[:f.header_bits])
         in_packet = Signal()
         src = Signal(f.id_bits)
+        bcast = Signal()
         granted_add = Signal()          # a credit packet arrived: budget[src] += arg
         grant_from = Signal(f.id_bits)
         grant_amount = Signal(f.arg_bits)
@@ -148,17 +153,17 @@ class Endpoint(wiring.Component):
                     m.d.comb += [granted_add.eq(cfg.managed), grant_from.eq(rx_hdr.src),
                                  grant_amount.eq(rx_hdr.arg)]
                 with m.Elif(~self.net_rx.payload.tail):
-                    m.d.sync += [in_packet.eq(1), src.eq(rx_hdr.src)]
+                    m.d.sync += [in_packet.eq(1), src.eq(rx_hdr.src), bcast.eq(rx_hdr.mcast)]
         with m.Else():
             m.d.comb += [
                 self.net_rx.ready.eq(rx_buf.w_rdy),
                 rx_buf.w_en.eq(self.net_rx.valid),
                 rx_buf.w_data.eq(Cat(self.net_rx.payload.data[:cfg.width],
-                                     self.net_rx.payload.tail, src)),
+                                     self.net_rx.payload.tail, src, bcast)),
             ]
             with m.If(self.net_rx.valid & rx_buf.w_rdy & self.net_rx.payload.tail):
                 m.d.sync += in_packet.eq(0)
-        beat = data.View(axis_rx_layout(cfg), rx_buf.r_data)
+        beat = data.View(axis_rx_layout(cfg), rx_buf.r_data[:beat_bits])
 
         # -- managed: count what the user takes, queue credit grants --------------------
         grants = None
@@ -173,7 +178,8 @@ class Endpoint(wiring.Component):
             m.d.comb += [t_r.addr.eq(beat.tid), t_w.addr.eq(beat.tid)]
             m.d.comb += [self.m_axis.valid.eq(rx_buf.r_rdy & grants.w_rdy),
                          rx_buf.r_en.eq(self.m_axis.ready & grants.w_rdy)]
-            with m.If(self.m_axis.valid & self.m_axis.ready & beat.tlast):
+            with m.If(self.m_axis.valid & self.m_axis.ready & beat.tlast
+                      & ~rx_buf.r_data[beat_bits]):
                 m.d.comb += t_w.en.eq(1)
                 with m.If(t_r.data == cfg.credit - 1):
                     m.d.comb += [t_w.data.eq(0), grants.w_en.eq(1), grants.w_data.eq(beat.tid)]
