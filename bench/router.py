@@ -258,7 +258,7 @@ def xc7_breakdown(verilog_text: str, tmp: Path) -> list[tuple[str, int, dict]]:
         entry[0] += count
         for k in ("lut", "lutram", "ff"):
             entry[1][k] += count * area[k]
-    rows = [("top level (routing, VA/SA glue, crossbar, credits)", 1,
+    rows = [("top level (route lookup, allocation, crossbar, credits)", 1,
              xc7_area(top.get("num_cells_by_type", {})))]
     rows += [(kind, n, dict(c)) for kind, (n, c) in sorted(kinds.items())]
     return rows
