@@ -14,11 +14,14 @@ allocators through the crossbar (the router reaches its clock on slow fabrics to
 
 Output VC allocation is folded into switch allocation: tables give every packet one VC
 per output, so a unicast head only has to find that VC idle, and the switch arbiter already
-lets one head per output win a cycle. Multicast heads need several output VCs at once; one
-at a time (round robin) reserves the set, which keeps unicast heads off those VCs until
-their owners finish and then takes them all in one cycle, so two multicasts can never each
-hold half of what the other needs. A multicast head therefore spends one or two cycles
-more per hop. Each flit leaves its input buffer once it has been sent on every branch.
+lets one head per output win a cycle. Multicast heads need several output VCs at once: a
+multicast head bids only when all of them are idle; one bidder (round robin) becomes the
+candidate, unicast heads are kept off its VCs for one cycle, and it takes them all at once,
+or gives up if one was taken in the meantime. It never holds some VCs while waiting for
+others, and nothing ever waits for a candidate, so multicast allocation adds no dependency
+between channels to those the routing stage proved acyclic. A multicast head therefore
+spends one cycle more per hop. Each flit leaves its input buffer once it has been sent on
+every branch.
 
 The local output (port 0) carries one packet at a time whatever its VC, so endpoints see
 whole packets; link outputs interleave the packets of different VCs flit by flit.
@@ -162,11 +165,11 @@ class Router(wiring.Component):
         out_ok = [~stage[q].any() | out_free[q] for q in range(P)]
         in_ok = [Cat(~stage[q][p] | out_free[q] for q in range(P)).all() for p in range(P)]
 
-        # -- the multicast reservation (see the module docstring) -----------------------
+        # -- the multicast candidate (see the module docstring) --------------------------
         mc_pend = Signal()
         mc_who = Signal(len(requesters))
         mc_need = [Signal(V, name=f"mc_need{q}") for q in range(P)]
-        vc_open = [busy[q] | Mux(mc_pend, mc_need[q], 0) for q in range(P)]
+        vc_taken = [busy[q] | Mux(mc_pend, mc_need[q], 0) for q in range(P)]
         # The local output carries one packet at a time, whatever its VC: the endpoints
         # reassemble packets without per-VC state. Safe, because ejection is a sink.
         complete = Cat(~mc_need[0].any() | ~busy[0].any(),
@@ -218,8 +221,8 @@ class Router(wiring.Component):
                 in_ok[p] & out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
                     (st.active & buf.r_rdy & st.mask[q] & ~st.sent[q])
                     | (uni_head[p, v] & front.route.mask[q] & ~(
-                        vc_open[q].any() if q == 0
-                        else vc_open[q].bit_select(vc_of((p, v), q), 1))))
+                        vc_taken[q].any() if q == 0
+                        else vc_taken[q].bit_select(vc_of((p, v), q), 1))))
                 if q != p or p == 0 else 0
                 for q in range(P)))
         chosen, grant = self._switch_allocate(m, P, V, levels, want, prios)
@@ -290,7 +293,7 @@ class Router(wiring.Component):
             with m.Elif(granted.any()):
                 m.d.sync += st.sent.eq(done)
             with m.If(mc_pend & mc_who[i] & complete):
-                # the reservation is complete: every output VC it needs is idle
+                # the candidate's output VCs are all still idle: it takes them
                 m.d.sync += [st.active.eq(1), st.mask.eq(front.route.mask),
                              st.vcs.eq(front.route.vcs), st.sent.eq(0), st.prio.eq(prios[p, v])]
             drop = buf.r_rdy & front.flit.head & ~st.active & (front.route.mask == 0)
@@ -298,14 +301,20 @@ class Router(wiring.Component):
             with m.If(drop):
                 m.d.sync += [st.active.eq(1), st.mask.eq(0)]
 
-        # -- multicast reservation --------------------------------------------------------
+        # -- multicast VC allocation --------------------------------------------------------
+        def all_idle(key):
+            # every output VC the multicast head at the front of ``key`` needs is idle
+            mask = fronts[key][1].route.mask
+            return Cat(~mask[0] | ~busy[0].any(), *(
+                ~mask[q] | ~busy[q].bit_select(vc_of(key, q), 1) for q in range(1, P))).all()
+
         m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
         if levels > 1:
             m.d.comb += mc_arb.priority.eq(Cat(prios[key] for key in requesters))
         m.d.comb += [
             mc_arb.requests.eq(Cat(
                 fronts[key][0].r_rdy & fronts[key][1].flit.head & ~states[key].active
-                & fronts[key][1].route.multi for key in requesters)),
+                & fronts[key][1].route.multi & all_idle(key) for key in requesters)),
             mc_arb.advance.eq(~mc_pend),
         ]
         with m.If(~mc_pend & mc_arb.grant.any()):
@@ -315,8 +324,9 @@ class Router(wiring.Component):
                     (mc_arb.grant[i], Cat(fronts[key][1].route.mask[q] & (vc_of(key, q) == w)
                                           for w in range(V)))
                     for i, key in enumerate(requesters)]))
+        with m.If(mc_pend):
+            m.d.sync += mc_pend.eq(0)       # claimed, or given up if a VC went meanwhile
         with m.If(mc_pend & complete):
-            m.d.sync += mc_pend.eq(0)
             for q in range(P):
                 for w in range(V):
                     with m.If(mc_need[q][w]):   # bit by bit: a tail may free another VC
