@@ -581,7 +581,7 @@ def main() -> None:
                       + "".join(f"{efficiency(cfg, n, enc):>5.2f}" for n in ns))
     print("  (frame bits before padding: " + ", ".join(
         f"flit {f}: {frame_layout(link_config(f, 64)).size}" for f in (64, 128))
-        + "; the lvds row uses optnet.phys's efficiency 1)")
+        + "; encodings from optnet.phys, lvds's 8/10 being its per-byte header)")
     cfg = link_config(64, 64)
     print(f"check in simulation: two LinkLayers over LinkModel (latency 4, no bit errors), "
           f"flit 64 / phy 64 ({cfg.words} words per frame), network clock 10 ns, sender always "
