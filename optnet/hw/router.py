@@ -175,6 +175,10 @@ class Router(wiring.Component):
         complete = Cat(~mc_need[0].any() | ~busy[0].any(),
                        *(~mc_need[q] | ~busy[q] for q in range(1, P))).all()
 
+        def idle(taken, q, vc):
+            # output VC ``vc`` of ``q`` is free in ``taken``; on the local port, all of them
+            return ~taken[0].any() if q == 0 else ~taken[q].bit_select(vc, 1)
+
         # -- input side: route lookup, buffers, per-VC state ----------------------------
         fronts, states, prios, cur_vcs = {}, {}, {}, {}
         for p in range(P):
@@ -211,18 +215,17 @@ class Router(wiring.Component):
 
         # Requests: an active VC bids for the branches it has not sent yet; an idle VC
         # with a unicast head at its front bids for its output if that output VC is idle.
-        want, uni_head = {}, {}
+        want = {}
         for p, v in requesters:
             buf, front = fronts[p, v]
             st = states[p, v]
-            uni_head[p, v] = (buf.r_rdy & front.flit.head & ~st.active & ~front.route.multi)
+            uni_head = buf.r_rdy & front.flit.head & ~st.active & ~front.route.multi
             want[p, v] = Signal(P, name=f"want{p}_{v}")
             m.d.comb += want[p, v].eq(Cat(
                 in_ok[p] & out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
                     (st.active & buf.r_rdy & st.mask[q] & ~st.sent[q])
-                    | (uni_head[p, v] & front.route.mask[q] & ~(
-                        vc_taken[q].any() if q == 0
-                        else vc_taken[q].bit_select(vc_of((p, v), q), 1))))
+                    | (uni_head & front.route.mask[q]
+                       & idle(vc_taken, q, vc_of((p, v), q))))
                 if q != p or p == 0 else 0
                 for q in range(P)))
         chosen, grant = self._switch_allocate(m, P, V, levels, want, prios)
@@ -277,13 +280,14 @@ class Router(wiring.Component):
             done = Signal(P, name=f"done{p}_{v}")
             m.d.comb += done.eq(Mux(st.active, st.sent, 0) | granted)
             dequeue = Signal(name=f"deq{p}_{v}")
+            take_vcs = [st.active.eq(1), st.mask.eq(front.route.mask),
+                        st.vcs.eq(front.route.vcs), st.prio.eq(prios[p, v])]
             with m.If(st.active & (st.mask == 0)):
                 m.d.comb += dequeue.eq(buf.r_rdy)          # dropping an unroutable packet
             with m.Elif(granted.any()):
                 m.d.comb += dequeue.eq(done == Mux(st.active, st.mask, front.route.mask))
-                with m.If(~st.active & ~front.flit.tail):
-                    m.d.sync += [st.active.eq(1), st.mask.eq(front.route.mask),
-                                 st.vcs.eq(front.route.vcs), st.prio.eq(prios[p, v])]
+                with m.If(~st.active & ~front.flit.tail):   # a unicast head took its VC
+                    m.d.sync += take_vcs
             m.d.sync += self.cred_out[p][v].eq(dequeue)
             with m.If(dequeue):
                 m.d.comb += buf.r_en.eq(1)
@@ -294,8 +298,7 @@ class Router(wiring.Component):
                 m.d.sync += st.sent.eq(done)
             with m.If(mc_pend & mc_who[i] & complete):
                 # the candidate's output VCs are all still idle: it takes them
-                m.d.sync += [st.active.eq(1), st.mask.eq(front.route.mask),
-                             st.vcs.eq(front.route.vcs), st.sent.eq(0), st.prio.eq(prios[p, v])]
+                m.d.sync += [*take_vcs, st.sent.eq(0)]
             drop = buf.r_rdy & front.flit.head & ~st.active & (front.route.mask == 0)
             drops.append(drop)
             with m.If(drop):
@@ -305,8 +308,7 @@ class Router(wiring.Component):
         def all_idle(key):
             # every output VC the multicast head at the front of ``key`` needs is idle
             mask = fronts[key][1].route.mask
-            return Cat(~mask[0] | ~busy[0].any(), *(
-                ~mask[q] | ~busy[q].bit_select(vc_of(key, q), 1) for q in range(1, P))).all()
+            return Cat(~mask[q] | idle(busy, q, vc_of(key, q)) for q in range(P)).all()
 
         m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
         if levels > 1:
