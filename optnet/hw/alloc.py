@@ -6,7 +6,7 @@ and streams), so this module is the one place that writes one.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -71,19 +71,17 @@ class RoundRobin(wiring.Component):
                 self.requests[i] & (self.priority[i * b:(i + 1) * b] == top) for i in range(n)))
         else:
             m.d.comb += requests.eq(self.requests)
-        # ``last`` is one-hot; requesters strictly above it go first, then the lowest.
+        # ``last`` is one-hot; the requesters after it go first, in circular order. Written
+        # as plain AND-OR terms (no ``x & -x`` trick): an adder would become a carry chain,
+        # which logic synthesis cannot merge with the surrounding LUTs.
         last = Signal(n, init=1 << (n - 1))
-        above = Signal(n)
-        m.d.comb += above.eq(~(last | (last - 1)))
-        masked = Signal(n)
-        m.d.comb += masked.eq(requests & above)
-        pick = Signal(n)
-        m.d.comb += pick.eq(Const(0, n))
-        with m.If(masked.any()):
-            m.d.comb += pick.eq(masked)
-        with m.Else():
-            m.d.comb += pick.eq(requests)
-        m.d.comb += self.grant.eq(pick & (~pick + 1))
+        for i in range(n):
+            wins = []
+            for k in range(n):
+                ahead = [j for j in range(n) if (j - k - 1) % n < (i - k - 1) % n]
+                wins.append(last[k] & ~Cat(requests[j] for j in ahead).any()
+                            if ahead else last[k])
+            m.d.comb += self.grant[i].eq(requests[i] & Cat(wins).any())
         with m.If(self.advance & self.grant.any()):
             m.d.sync += last.eq(self.grant)
         return m

@@ -4,8 +4,9 @@ Pipeline (zero load, cycles after a head flit is presented on an input)::
 
     0  route lookup from the head flit's header; flit and route written to its VC buffer
     1  switch allocation: the flit at the front of each VC bids for its outputs; a winning
-       unicast head also takes its output VC; winners are latched, one flit per input
-    2  traversal: each output takes its latched flit into the output register
+       unicast head also takes its output VC; each winning input latches its flit's buffer
+       address (one flit per input and cycle)
+    2  traversal: each output reads its flit from the input buffer into the output register
     3  flit valid on the output
 
 so a head flit takes three cycles per hop and every following flit one more cycle each.
@@ -28,7 +29,8 @@ whole packets; link outputs interleave the packets of different VCs flit by flit
 
 Flow control is credit based on every port: an output sends only when the downstream
 buffer of the flit's VC has room (``credits`` per port, returned on ``cred_in``); an input
-returns one credit per flit it frees on ``cred_out``, one cycle after the flit left. Outputs
+returns one credit per flit it frees on ``cred_out``, one cycle after the flit's last
+traversal (a dropped flit: one cycle after it is discarded). Outputs
 also honour ``ready``, so a link layer that cannot take a flit this cycle stalls its port;
 ``ready`` feeds allocation directly and should come from a register.
 
@@ -44,13 +46,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.alloc import RoundRobin
 from optnet.hw.flit import FlitFormat, clog2
 
-__all__ = ["Router", "RouterConfig"]
+__all__ = ["InputBuffer", "Router", "RouterConfig"]
 
 
 @dataclass(frozen=True)
@@ -140,30 +142,35 @@ class Router(wiring.Component):
         vb, pb = f.vc_bits, cfg.port_bits
         levels = cfg.priorities
         route = data.StructLayout({"mask": P, "vcs": P * vb, "multi": 1})
-        entry = data.StructLayout({"flit": f.flit, "route": route})
+        ctrl = data.StructLayout({"head": 1, "tail": 1, "prio": f.prio_bits, "route": route})
         requesters = [(p, v) for p in range(P) for v in range(V)]
 
         m.submodules.unicast = utab = memory.Memory(
             shape=pb + vb + 1, depth=cfg.table_depth, init=cfg.unicast)
+        # The multicast table gets a bit more, set when an entry has several branches,
+        # computed here rather than by the hardware from the mask.
         m.submodules.multicast = mtab = memory.Memory(
-            shape=P + P * vb, depth=cfg.table_depth, init=cfg.multicast)
+            shape=P + P * vb + 1, depth=cfg.table_depth,
+            init=[w | ((w & (1 << P) - 1).bit_count() > 1) << P + P * vb
+                  for w in cfg.multicast])
 
         # -- output side: owner flag and credits per output VC; the traversal stage -------
         busy = [Signal(V, name=f"busy{q}") for q in range(P)]
         credit = [[Signal(range(cfg.credits[q] + 1), init=cfg.credits[q], name=f"cr{q}_{w}")
                    for w in range(V)] for q in range(P)]
         has_credit = [Cat(c != 0 for c in credit[q]) for q in range(P)]
-        # stage[q]: one-hot input whose latched flit goes to output q next (and its VC).
+        # stage[q]: one-hot input whose read flit goes to output q next (and its VC).
         stage = [Signal(P, name=f"stage{q}") for q in range(P)]
         stage_vc = [Signal(vb, name=f"stage_vc{q}") for q in range(P)]
-        latch = [Signal(f.flit, name=f"latch{p}") for p in range(P)]
         out_free = [Signal(name=f"out_free{q}") for q in range(P)]
         for q in range(P):
             m.d.comb += out_free[q].eq(~self.out[q].valid | self.out[q].ready)
         # Output q can be granted if its stage empties this cycle; input p can be granted
-        # (its latch overwritten) if every output still waiting for its latch moves now.
+        # (its read address overwritten) if every output still waiting for it moves now.
         out_ok = [~stage[q].any() | out_free[q] for q in range(P)]
-        in_ok = [Cat(~stage[q][p] | out_free[q] for q in range(P)).all() for p in range(P)]
+        in_ok = [Signal(name=f"in_ok{p}") for p in range(P)]
+        for p in range(P):
+            m.d.comb += in_ok[p].eq(Cat(~stage[q][p] | out_free[q] for q in range(P)).all())
 
         # -- the multicast candidate (see the module docstring) --------------------------
         mc_pend = Signal()
@@ -180,35 +187,36 @@ class Router(wiring.Component):
             return ~taken[0].any() if q == 0 else ~taken[q].bit_select(vc, 1)
 
         # -- input side: route lookup, buffers, per-VC state ----------------------------
-        fronts, states, prios, cur_vcs = {}, {}, {}, {}
+        bufs, fronts, valid, states, prios, cur_vcs = [], {}, {}, {}, {}, {}
         for p in range(P):
             inp = self.inp[p]
             header = data.View(f.header, inp.payload.data[:f.header_bits])
             uport, mport = utab.read_port(domain="comb"), mtab.read_port(domain="comb")
             m.d.comb += [uport.addr.eq(header.dst), mport.addr.eq(header.dst)]
-            looked = Signal(route, name=f"route{p}")
+            m.submodules[f"buf{p}"] = buf = InputBuffer(f.flit, ctrl, V, cfg.depth)
+            bufs.append(buf)
+            looked = buf.w_ctrl.route
             with m.If(header.mcast):
                 mask = mport.data[:P]
-                m.d.comb += [looked.mask.eq(mask), looked.vcs.eq(mport.data[P:]),
-                             looked.multi.eq((mask & (mask - 1)) != 0)]
+                m.d.comb += [looked.mask.eq(mask), looked.vcs.eq(mport.data[P:P + P * vb]),
+                             looked.multi.eq(mport.data[P + P * vb])]
             with m.Elif(uport.data[pb + vb]):
                 m.d.comb += [
                     looked.mask.eq(1 << uport.data[:pb]),
                     looked.vcs.eq(Cat(uport.data[pb:pb + vb] for _ in range(P))),
                 ]
+            m.d.comb += [
+                buf.w_flit.eq(inp.payload),
+                buf.w_ctrl.head.eq(inp.payload.head), buf.w_ctrl.tail.eq(inp.payload.tail),
+                buf.w_ctrl.prio.eq(header.prio),
+                buf.w_en.eq(Cat(inp.valid & (inp.payload.vc == v) for v in range(V))),
+            ]
             for v in range(V):
-                buf = fifo.SyncFIFO(width=entry.size, depth=cfg.depth)
-                m.submodules[f"buf{p}_{v}"] = buf
-                m.d.comb += [
-                    buf.w_data.eq(Cat(inp.payload, looked)),
-                    buf.w_en.eq(inp.valid & (inp.payload.vc == v)),
-                ]
-                front = data.View(entry, buf.r_data)
                 st = _VcState(f, P, vb, name=f"{p}_{v}")
-                fronts[p, v], states[p, v] = (buf, front), st
-                prios[p, v] = Mux(st.active, st.prio,
-                                  data.View(f.header, front.flit.data[:f.header_bits]).prio)
-                cur_vcs[p, v] = Mux(st.active, st.vcs, front.route.vcs)
+                fr = buf.front[v]
+                fronts[p, v], valid[p, v], states[p, v] = fr, buf.valid[v], st
+                prios[p, v] = Mux(st.active, st.prio, fr.prio)
+                cur_vcs[p, v] = Mux(st.active, st.vcs, fr.route.vcs)
 
         def vc_of(key, q):
             return cur_vcs[key][q * vb:(q + 1) * vb]
@@ -217,37 +225,34 @@ class Router(wiring.Component):
         # with a unicast head at its front bids for its output if that output VC is idle.
         want = {}
         for p, v in requesters:
-            buf, front = fronts[p, v]
-            st = states[p, v]
-            uni_head = buf.r_rdy & front.flit.head & ~st.active & ~front.route.multi
+            fr, st = fronts[p, v], states[p, v]
+            uni_head = valid[p, v] & fr.head & ~st.active & ~fr.route.multi
             want[p, v] = Signal(P, name=f"want{p}_{v}")
             m.d.comb += want[p, v].eq(Cat(
                 in_ok[p] & out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
-                    (st.active & buf.r_rdy & st.mask[q] & ~st.sent[q])
-                    | (uni_head & front.route.mask[q]
-                       & idle(vc_taken, q, vc_of((p, v), q))))
+                    (st.active & valid[p, v] & st.mask[q] & ~st.sent[q])
+                    | (uni_head & fr.route.mask[q] & idle(vc_taken, q, vc_of((p, v), q))))
                 if q != p or p == 0 else 0
                 for q in range(P)))
         chosen, grant = self._switch_allocate(m, P, V, levels, want, prios)
 
-        # -- what was granted: latch per input, stage per output, credits, VC owners ------
+        # -- what was granted: read address per input, stage per output, credits, owners ---
         for p in range(P):
-            with m.If(Cat(grant[q][p] for q in range(P)).any()):
-                m.d.sync += latch[p].eq(_one_hot_or(
-                    [(chosen[p][v], fronts[p, v][1].flit) for v in range(V)]))
+            granted = Cat(grant[q][p] for q in range(P)).any()
+            m.d.comb += bufs[p].read.eq(Mux(granted, Cat(chosen[p]), 0))
         for q in range(P):
             picks = [(grant[q][p] & chosen[p][v], (p, v)) for p, v in requesters]
             sent_vc = _one_hot_or([(sel, vc_of(key, q)) for sel, key in picks])
-            head = _one_hot_or([(sel, fronts[key][1].flit.head) for sel, key in picks])
-            tail = _one_hot_or([(sel, fronts[key][1].flit.tail) for sel, key in picks])
+            head = _one_hot_or([(sel, fronts[key].head) for sel, key in picks])
+            tail = _one_hot_or([(sel, fronts[key].tail) for sel, key in picks])
             send = Cat(grant[q]).any()
             moves = stage[q].any() & out_free[q]
             with m.If(moves):
                 m.d.sync += stage[q].eq(0)
             with m.If(send):
                 m.d.sync += [stage[q].eq(Cat(grant[q])), stage_vc[q].eq(sent_vc)]
-            # Traversal: the latched flit of the staged input (never input q itself on a
-            # link port, so link outputs mux P - 1 latches).
+            # Traversal: the flit the staged input read (never input q itself on a link
+            # port, so link outputs mux P - 1 inputs).
             sources = [p for p in range(P) if p != q or q == 0]
             index = Signal(range(len(sources)), name=f"stage_idx{q}")
             with m.If(send):
@@ -256,9 +261,10 @@ class Router(wiring.Component):
             with m.If(self.out[q].ready):
                 m.d.sync += self.out[q].valid.eq(0)
             with m.If(moves):
-                m.d.sync += [self.out[q].valid.eq(1),
-                             self.out[q].payload.eq(_mux_tree(index, [latch[p] for p in sources])),
-                             self.out[q].payload.vc.eq(stage_vc[q])]
+                m.d.sync += [
+                    self.out[q].valid.eq(1),
+                    self.out[q].payload.eq(_mux_tree(index, [bufs[p].data for p in sources])),
+                    self.out[q].payload.vc.eq(stage_vc[q])]
             for w in range(V):
                 spend = send & (sent_vc == w)
                 with m.If(spend & ~self.cred_in[q][w]):
@@ -271,35 +277,45 @@ class Router(wiring.Component):
                 with m.Elif(spend & head):
                     m.d.sync += busy[q][w].eq(1)
 
-        # -- per input VC: dequeue, state, drops -------------------------------------------
+        # -- per input VC: dequeue, state, drops, credit return -----------------------------
+        # A popped flit's slot is free (and its credit returned) once its last traversal
+        # is done: ``release[p]`` is the VC of the flit input p last popped after a grant.
+        release = [Signal(V, name=f"release{p}") for p in range(P)]
+        for p in range(P):
+            with m.If(in_ok[p]):
+                m.d.sync += release[p].eq(0)
         drops = []
         for i, (p, v) in enumerate(requesters):
-            buf, front = fronts[p, v]
-            st = states[p, v]
+            fr, st = fronts[p, v], states[p, v]
             granted = Cat(grant[q][p] & chosen[p][v] for q in range(P))
             done = Signal(P, name=f"done{p}_{v}")
             m.d.comb += done.eq(Mux(st.active, st.sent, 0) | granted)
             dequeue = Signal(name=f"deq{p}_{v}")
-            take_vcs = [st.active.eq(1), st.mask.eq(front.route.mask),
-                        st.vcs.eq(front.route.vcs), st.prio.eq(prios[p, v])]
+            dropping = Signal(name=f"dropping{p}_{v}")
+            take_vcs = [st.active.eq(1), st.mask.eq(fr.route.mask),
+                        st.vcs.eq(fr.route.vcs), st.prio.eq(prios[p, v])]
             with m.If(st.active & (st.mask == 0)):
-                m.d.comb += dequeue.eq(buf.r_rdy)          # dropping an unroutable packet
+                # dropping an unroutable packet, one flit a cycle when no credit of this
+                # VC is being returned for a sent flit
+                m.d.comb += dropping.eq(valid[p, v] & ~(release[p][v] & in_ok[p]))
             with m.Elif(granted.any()):
-                m.d.comb += dequeue.eq(done == Mux(st.active, st.mask, front.route.mask))
-                with m.If(~st.active & ~front.flit.tail):   # a unicast head took its VC
+                m.d.comb += dequeue.eq(done == Mux(st.active, st.mask, fr.route.mask))
+                with m.If(~st.active & ~fr.tail):   # a unicast head took its VC
                     m.d.sync += take_vcs
-            m.d.sync += self.cred_out[p][v].eq(dequeue)
+            m.d.comb += bufs[p].pop[v].eq(dequeue | dropping)
+            m.d.sync += self.cred_out[p][v].eq(dropping | (release[p][v] & in_ok[p]))
             with m.If(dequeue):
-                m.d.comb += buf.r_en.eq(1)
+                m.d.sync += release[p][v].eq(1)
+            with m.If(dequeue | dropping):
                 m.d.sync += st.sent.eq(0)
-                with m.If(front.flit.tail):
+                with m.If(fr.tail):
                     m.d.sync += st.active.eq(0)
             with m.Elif(granted.any()):
                 m.d.sync += st.sent.eq(done)
             with m.If(mc_pend & mc_who[i] & complete):
                 # the candidate's output VCs are all still idle: it takes them
                 m.d.sync += [*take_vcs, st.sent.eq(0)]
-            drop = buf.r_rdy & front.flit.head & ~st.active & (front.route.mask == 0)
+            drop = valid[p, v] & fr.head & ~st.active & (fr.route.mask == 0)
             drops.append(drop)
             with m.If(drop):
                 m.d.sync += [st.active.eq(1), st.mask.eq(0)]
@@ -307,7 +323,7 @@ class Router(wiring.Component):
         # -- multicast VC allocation --------------------------------------------------------
         def all_idle(key):
             # every output VC the multicast head at the front of ``key`` needs is idle
-            mask = fronts[key][1].route.mask
+            mask = fronts[key].route.mask
             return Cat(~mask[q] | idle(busy, q, vc_of(key, q)) for q in range(P)).all()
 
         m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
@@ -315,15 +331,15 @@ class Router(wiring.Component):
             m.d.comb += mc_arb.priority.eq(Cat(prios[key] for key in requesters))
         m.d.comb += [
             mc_arb.requests.eq(Cat(
-                fronts[key][0].r_rdy & fronts[key][1].flit.head & ~states[key].active
-                & fronts[key][1].route.multi & all_idle(key) for key in requesters)),
+                valid[key] & fronts[key].head & ~states[key].active
+                & fronts[key].route.multi & all_idle(key) for key in requesters)),
             mc_arb.advance.eq(~mc_pend),
         ]
         with m.If(~mc_pend & mc_arb.grant.any()):
             m.d.sync += [mc_pend.eq(1), mc_who.eq(mc_arb.grant)]
             for q in range(P):
                 m.d.sync += mc_need[q].eq(_one_hot_or([
-                    (mc_arb.grant[i], Cat(fronts[key][1].route.mask[q] & (vc_of(key, q) == w)
+                    (mc_arb.grant[i], Cat(fronts[key].route.mask[q] & (vc_of(key, q) == w)
                                           for w in range(V)))
                     for i, key in enumerate(requesters)]))
         with m.If(mc_pend):
@@ -421,19 +437,102 @@ class Router(wiring.Component):
         return chosen, grant
 
 
+class InputBuffer(wiring.Component):
+    """The buffers of one router input: a queue per VC, one storage for all of them.
+
+    Each queue is first-word-fall-through with its front's control fields (head, tail,
+    priority, route) in registers, so allocation starts from flip-flops instead of a
+    memory read. Flit data sits in one memory of ``vcs * depth`` words per input and is read
+    through an address register: :attr:`read` latches the address of a VC's front and the
+    flit appears on :attr:`data` from the next cycle until the next :attr:`read`. The
+    router therefore needs no flit-wide latch or VC multiplexer per input, only the
+    crossbar. Amaranth's FIFOs keep one memory per queue and expose no addresses, hence
+    this component.
+
+    A slot is reused only after its flit was both popped and read (the router returns the
+    credit for it after traversal), so the latched address stays valid however long the
+    output stalls.
+
+    Members
+    -------
+    w_en : In(vcs)
+        One-hot: append ``w_flit``/``w_ctrl`` to that VC's queue. The sender holds a credit,
+        so the queue is never full.
+    w_flit, w_ctrl : In(flit), In(ctrl)
+    valid : Out(vcs)
+        The queue of each VC is not empty.
+    front : Out(ctrl).array(vcs)
+        Control fields of each queue's front (meaningful when ``valid``).
+    pop : In(vcs)
+        Remove the front of these queues.
+    read : In(vcs)
+        One-hot: latch the address of this VC's front (before a ``pop`` of the same cycle).
+    data : Out(flit)
+        The flit whose address was latched last (its ``vc`` field reads as 0).
+    """
+
+    def __init__(self, flit: data.Layout, ctrl: data.Layout, vcs: int, depth: int):
+        self.vcs, self.depth = vcs, depth
+        super().__init__({
+            "w_en": In(vcs), "w_flit": In(flit), "w_ctrl": In(ctrl),
+            "valid": Out(vcs), "front": Out(ctrl).array(vcs),
+            "pop": In(vcs), "read": In(vcs), "data": Out(flit),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        V, D = self.vcs, self.depth
+        ctrl = self.w_ctrl.shape()
+        # ``vc`` is not stored: the router rewrites it on the way out.
+        stored = Cat(self.w_flit.data, self.w_flit.head, self.w_flit.tail)
+        m.submodules.store = store = memory.Memory(shape=len(stored), depth=V * D, init=[])
+        wport, rport = store.write_port(), store.read_port(domain="comb")
+        raddr = Signal(range(V * D))
+        m.d.comb += [rport.addr.eq(raddr), self.data.eq(rport.data),
+                     wport.data.eq(stored), wport.en.eq(self.w_en.any())]
+
+        def wrap(ptr):
+            return Mux(ptr == D - 1, 0, ptr + 1)
+
+        waddr = []
+        for v in range(V):
+            m.submodules[f"ctrl{v}"] = cmem = memory.Memory(shape=ctrl, depth=D, init=[])
+            cw, cr = cmem.write_port(), cmem.read_port(domain="comb")
+            wptr, rptr = Signal(range(D), name=f"wptr{v}"), Signal(range(D), name=f"rptr{v}")
+            # rnext = rptr + 1: the entry behind the front, read ahead of a pop
+            rnext = Signal(range(D), init=1 % D, name=f"rnext{v}")
+            push, pop, front = self.w_en[v], self.pop[v], self.front[v]
+            # the front has an entry behind it (a full queue has wptr == rptr != rnext)
+            more = self.valid[v] & (rnext != wptr)
+            m.d.comb += [cw.addr.eq(wptr), cw.data.eq(self.w_ctrl), cw.en.eq(push),
+                         cr.addr.eq(rnext)]
+            waddr.append((push, v * D + wptr))
+            with m.If(push):
+                m.d.sync += wptr.eq(wrap(wptr))
+            with m.If(pop):
+                m.d.sync += [rptr.eq(rnext), rnext.eq(wrap(rnext)),
+                             self.valid[v].eq(more | push)]
+                with m.If(more):
+                    m.d.sync += front.eq(cr.data)
+                with m.Else():
+                    m.d.sync += front.eq(self.w_ctrl)
+            with m.Elif(~self.valid[v] & push):
+                m.d.sync += [front.eq(self.w_ctrl), self.valid[v].eq(1)]
+            with m.If(self.read[v]):
+                m.d.sync += raddr.eq(v * D + rptr)
+        m.d.comb += wport.addr.eq(_one_hot_or(waddr))
+        return m
+
+
 class _VcState:
     """Registers of one input VC: owner of which output VCs, which branches are done."""
 
     def __init__(self, f: FlitFormat, ports: int, vc_bits: int, name: str):
-        self.vc_bits = vc_bits
         self.active = Signal(name=f"active{name}")
         self.mask = Signal(ports, name=f"mask{name}")
         self.vcs = Signal(ports * vc_bits, name=f"vcs{name}")
         self.sent = Signal(ports, name=f"sent{name}")
         self.prio = Signal(f.prio_bits, name=f"prio{name}")
-
-    def vc(self, q: int):
-        return self.vcs[q * self.vc_bits:(q + 1) * self.vc_bits]
 
 
 def _one_hot_or(cases):
