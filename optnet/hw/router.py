@@ -4,9 +4,9 @@ Pipeline (zero load, cycles after a head flit is presented on an input)::
 
     0  route lookup from the head flit's header; flit and route written to its VC buffer
     1  switch allocation: the flit at the front of each VC bids for its outputs; a winning
-       unicast head also takes its output VC; each winning input latches its flit's buffer
-       address (one flit per input and cycle)
-    2  traversal: each output reads its flit from the input buffer into the output register
+       unicast head also takes its output VC; each winning input reads its flit from its
+       buffer memory (one flit per input and cycle)
+    2  traversal: each output takes the flit read for it into the output register
     3  flit valid on the output
 
 so a head flit takes three cycles per hop and every following flit one more cycle each.
@@ -166,7 +166,7 @@ class Router(wiring.Component):
         for q in range(P):
             m.d.comb += out_free[q].eq(~self.out[q].valid | self.out[q].ready)
         # Output q can be granted if its stage empties this cycle; input p can be granted
-        # (its read address overwritten) if every output still waiting for it moves now.
+        # (its memory read again) if every output still waiting for its flit moves now.
         out_ok = [~stage[q].any() | out_free[q] for q in range(P)]
         in_ok = [Signal(name=f"in_ok{p}") for p in range(P)]
         for p in range(P):
@@ -442,16 +442,15 @@ class InputBuffer(wiring.Component):
 
     Each queue is first-word-fall-through with its front's control fields (head, tail,
     priority, route) in registers, so allocation starts from flip-flops instead of a
-    memory read. Flit data sits in one memory of ``vcs * depth`` words per input and is read
-    through an address register: :attr:`read` latches the address of a VC's front and the
-    flit appears on :attr:`data` from the next cycle until the next :attr:`read`. The
-    router therefore needs no flit-wide latch or VC multiplexer per input, only the
-    crossbar. Amaranth's FIFOs keep one memory per queue and expose no addresses, hence
+    memory read. Flit data sits in one memory of ``vcs * depth`` words per input with a
+    synchronous read port: :attr:`read` reads a VC's front, which appears on :attr:`data`
+    from the next cycle until the next :attr:`read`. The router therefore needs no latch or
+    VC multiplexer per input besides the memory's own output register, and deep buffers
+    become block RAM. Amaranth's FIFOs keep one memory per queue and expose no addresses, hence
     this component.
 
-    A slot is reused only after its flit was both popped and read (the router returns the
-    credit for it after traversal), so the latched address stays valid however long the
-    output stalls.
+    A slot is reused only after its flit was both popped and sent on (the router returns
+    the credit for it after traversal).
 
     Members
     -------
@@ -466,9 +465,9 @@ class InputBuffer(wiring.Component):
     pop : In(vcs)
         Remove the front of these queues.
     read : In(vcs)
-        One-hot: latch the address of this VC's front (before a ``pop`` of the same cycle).
+        One-hot: read this VC's front (the one before a ``pop`` of the same cycle).
     data : Out(flit)
-        The flit whose address was latched last (its ``vc`` field reads as 0).
+        The flit read last (its ``vc`` field reads as 0).
     """
 
     def __init__(self, flit: data.Layout, ctrl: data.Layout, vcs: int, depth: int):
@@ -486,9 +485,11 @@ class InputBuffer(wiring.Component):
         # ``vc`` is not stored: the router rewrites it on the way out.
         stored = Cat(self.w_flit.data, self.w_flit.head, self.w_flit.tail)
         m.submodules.store = store = memory.Memory(shape=len(stored), depth=V * D, init=[])
-        wport, rport = store.write_port(), store.read_port(domain="comb")
-        raddr = Signal(range(V * D))
-        m.d.comb += [rport.addr.eq(raddr), self.data.eq(rport.data),
+        # A synchronous read port with enable: block RAM for deep buffers, LUT RAM and a
+        # register for shallow ones.
+        wport, rport = store.write_port(), store.read_port()
+        raddr = []
+        m.d.comb += [rport.en.eq(self.read.any()), self.data.eq(rport.data),
                      wport.data.eq(stored), wport.en.eq(self.w_en.any())]
 
         def wrap(ptr):
@@ -518,9 +519,8 @@ class InputBuffer(wiring.Component):
                     m.d.sync += front.eq(self.w_ctrl)
             with m.Elif(~self.valid[v] & push):
                 m.d.sync += [front.eq(self.w_ctrl), self.valid[v].eq(1)]
-            with m.If(self.read[v]):
-                m.d.sync += raddr.eq(v * D + rptr)
-        m.d.comb += wport.addr.eq(_one_hot_or(waddr))
+            raddr.append((self.read[v], v * D + rptr))
+        m.d.comb += [wport.addr.eq(_one_hot_or(waddr)), rport.addr.eq(_one_hot_or(raddr))]
         return m
 
 
