@@ -489,8 +489,10 @@ class InputBuffer(wiring.Component):
         # register for shallow ones.
         wport, rport = store.write_port(), store.read_port()
         raddr = []
-        m.d.comb += [rport.en.eq(self.read.any()), self.data.eq(rport.data),
-                     wport.data.eq(stored), wport.en.eq(self.w_en.any())]
+        w = len(self.w_flit.data)
+        m.d.comb += [rport.en.eq(self.read.any()), wport.data.eq(stored),
+                     wport.en.eq(self.w_en.any()), self.data.data.eq(rport.data[:w]),
+                     self.data.head.eq(rport.data[w]), self.data.tail.eq(rport.data[w + 1])]
 
         def wrap(ptr):
             return Mux(ptr == D - 1, 0, ptr + 1)

@@ -1,0 +1,79 @@
+"""The router's input buffer against a model of one queue per VC: random writes, pops and
+reads; the registered fronts and the synchronously read data must match the model."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+import pytest
+from amaranth.lib import data
+from amaranth.sim import Simulator
+
+from optnet.hw.flit import FlitFormat
+from optnet.hw.router import InputBuffer
+
+FMT = FlitFormat(width=16, vcs=3, id_bits=2)
+CTRL = data.StructLayout({"head": 1, "tail": 1, "tag": 6})
+
+
+@pytest.mark.parametrize("depth", [1, 3, 4])
+def test_input_buffer_matches_queues(depth):
+    vcs = FMT.vcs
+    dut = InputBuffer(FMT.flit, CTRL, vcs, depth)
+    rng = random.Random(depth)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    checked = {"fronts": 0, "reads": 0}
+
+    async def bench(ctx):
+        queues = [deque() for _ in range(vcs)]
+        expect_data = None   # (data, head, tail) the last read must show this cycle
+        for _ in range(3000):
+            # the registered fronts and the data read last cycle
+            for v in range(vcs):
+                assert ctx.get(dut.valid[v]) == bool(queues[v])
+                if queues[v]:
+                    word, head, tail, tag = queues[v][0]
+                    front = ctx.get(dut.front[v])
+                    assert (front.head, front.tail, front.tag) == (head, tail, tag)
+                    checked["fronts"] += 1
+            if expect_data is not None:
+                got = ctx.get(dut.data)
+                assert (got.data, got.head, got.tail) == expect_data
+                checked["reads"] += 1
+            # this cycle: maybe read and/or pop one non-empty VC, maybe write one VC
+            full = [v for v in range(vcs) if queues[v]]
+            read = pop = 0
+            if full and rng.random() < 0.6:
+                v = rng.choice(full)
+                word, head, tail, _ = queues[v][0]
+                if rng.random() < 0.7:
+                    read = 1 << v
+                    expect_data = (word, head, tail)
+                if rng.random() < 0.6:
+                    pop = 1 << v
+            room = [v for v in range(vcs)
+                    if len(queues[v]) - (pop >> v & 1) < depth]
+            write = 0
+            if room and rng.random() < 0.55:
+                v = rng.choice(room)
+                entry = (rng.getrandbits(16), rng.getrandbits(1), rng.getrandbits(1),
+                         rng.getrandbits(6))
+                write = 1 << v
+                ctx.set(dut.w_flit, {"data": entry[0], "head": entry[1], "tail": entry[2],
+                                     "vc": rng.getrandbits(2)})
+                ctx.set(dut.w_ctrl, {"head": entry[1], "tail": entry[2], "tag": entry[3]})
+            ctx.set(dut.read, read)
+            ctx.set(dut.pop, pop)
+            ctx.set(dut.w_en, write)
+            await ctx.tick()
+            for v in range(vcs):
+                if pop >> v & 1:
+                    queues[v].popleft()
+            if write:
+                queues[write.bit_length() - 1].append(entry)
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert checked["fronts"] > 2000 and checked["reads"] > 500
