@@ -37,8 +37,9 @@ also honour ``ready``, so a link layer that cannot take a flit this cycle stalls
 Routing is the routing stage's destination-based tables (:mod:`optnet.routing.tables`): the
 unicast table maps a destination id to an output port and the VC to use on it; the
 multicast table maps a multicast group (the source's id) to a port mask and a VC per port.
-A head flit whose destination has no valid entry is dropped with its packet and counted in
-``dropped``.
+A head flit whose destination has no valid entry, or whose entry names the port it came in
+on, is dropped with its packet and counted in ``dropped``: the router makes no U-turns (the
+local hub loops a node's packets to itself, :class:`~optnet.hw.endpoint.LocalHub`).
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ class Router(wiring.Component):
     cred_in : In(V).array(P)
         Credits returned by the receiver behind each output port.
     dropped : Out(16)
-        Packets dropped because their destination had no valid table entry (saturates).
+        Packets dropped because their destination had no valid table entry (saturates). An
+        unroutable head waits up to ``P * V`` cycles for its turn to be dropped.
     """
 
     def __init__(self, config: RouterConfig):
@@ -196,13 +198,17 @@ class Router(wiring.Component):
             m.submodules[f"buf{p}"] = buf = InputBuffer(f.flit, ctrl, V, cfg.depth)
             bufs.append(buf)
             looked = buf.w_ctrl.route
+            # Never back out of port p (no U-turns): such a route counts as unroutable.
+            keep = ((1 << P) - 1) ^ (1 << p)
             with m.If(header.mcast):
-                mask = mport.data[:P]
-                m.d.comb += [looked.mask.eq(mask), looked.vcs.eq(mport.data[P:P + P * vb]),
-                             looked.multi.eq(mport.data[P + P * vb])]
+                m.d.comb += [looked.mask.eq(mport.data[:P] & keep),
+                             looked.vcs.eq(mport.data[P:P + P * vb]),
+                             # (an entry left with no branch is dropped, not a candidate)
+                             looked.multi.eq(mport.data[P + P * vb]
+                                             & (mport.data[:P] & keep).any())]
             with m.Elif(uport.data[pb + vb]):
                 m.d.comb += [
-                    looked.mask.eq(1 << uport.data[:pb]),
+                    looked.mask.eq((1 << uport.data[:pb]) & keep),
                     looked.vcs.eq(Cat(uport.data[pb:pb + vb] for _ in range(P))),
                 ]
             m.d.comb += [
@@ -232,7 +238,7 @@ class Router(wiring.Component):
                 in_ok[p] & out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
                     (st.active & valid[p, v] & st.mask[q] & ~st.sent[q])
                     | (uni_head & fr.route.mask[q] & idle(vc_taken, q, vc_of((p, v), q))))
-                if q != p or p == 0 else 0
+                if q != p else 0
                 for q in range(P)))
         chosen, grant = self._switch_allocate(m, P, V, levels, want, prios)
 
@@ -251,9 +257,9 @@ class Router(wiring.Component):
                 m.d.sync += stage[q].eq(0)
             with m.If(send):
                 m.d.sync += [stage[q].eq(Cat(grant[q])), stage_vc[q].eq(sent_vc)]
-            # Traversal: the flit the staged input read (never input q itself on a link
-            # port, so link outputs mux P - 1 inputs).
-            sources = [p for p in range(P) if p != q or q == 0]
+            # Traversal: the flit the staged input read (never input q itself: no U-turns,
+            # so every output muxes P - 1 inputs).
+            sources = [p for p in range(P) if p != q]
             index = Signal(range(len(sources)), name=f"stage_idx{q}")
             with m.If(send):
                 m.d.sync += index.eq(_one_hot_or(
@@ -284,6 +290,10 @@ class Router(wiring.Component):
         for p in range(P):
             with m.If(in_ok[p]):
                 m.d.sync += release[p].eq(0)
+        # Unroutable heads start being dropped one at a time, each input VC in its turn
+        # (``turn``, one-hot, rotating), so ``dropped`` counts by one with no adder tree.
+        turn = Signal(len(requesters), init=1)
+        m.d.sync += turn.eq(turn.rotate_left(1))
         drops = []
         for i, (p, v) in enumerate(requesters):
             fr, st = fronts[p, v], states[p, v]
@@ -315,7 +325,7 @@ class Router(wiring.Component):
             with m.If(mc_pend & mc_who[i] & complete):
                 # the candidate's output VCs are all still idle: it takes them
                 m.d.sync += [*take_vcs, st.sent.eq(0)]
-            drop = valid[p, v] & fr.head & ~st.active & (fr.route.mask == 0)
+            drop = turn[i] & valid[p, v] & fr.head & ~st.active & (fr.route.mask == 0)
             drops.append(drop)
             with m.If(drop):
                 m.d.sync += [st.active.eq(1), st.mask.eq(0)]
@@ -352,9 +362,8 @@ class Router(wiring.Component):
 
         dropped = Signal(16)
         m.d.comb += self.dropped.eq(dropped)
-        total = Signal(17)
-        m.d.comb += total.eq(dropped + sum(drops))
-        m.d.sync += dropped.eq(Mux(total > 0xFFFF, 0xFFFF, total))
+        with m.If(Cat(drops).any() & ~dropped.all()):
+            m.d.sync += dropped.eq(dropped + 1)
         return m
 
     def _switch_allocate(self, m, P, V, levels, want, prio_of):
