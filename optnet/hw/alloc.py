@@ -6,7 +6,9 @@ and streams), so this module is the one place that writes one.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+import math
+
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -71,6 +73,9 @@ class RoundRobin(wiring.Component):
                 self.requests[i] & (self.priority[i * b:(i + 1) * b] == top) for i in range(n)))
         else:
             m.d.comb += requests.eq(self.requests)
+        if n > _FLAT:
+            self._groups(m, requests)
+            return m
         # ``last`` is one-hot; the requesters after it go first, in circular order. Written
         # as plain AND-OR terms (no ``x & -x`` trick): an adder would become a carry chain,
         # which logic synthesis cannot merge with the surrounding LUTs.
@@ -85,3 +90,26 @@ class RoundRobin(wiring.Component):
         with m.If(self.advance & self.grant.any()):
             m.d.sync += last.eq(self.grant)
         return m
+
+    def _groups(self, m, requests):
+        # Many requesters: round robin among groups, and within the chosen group. Each term
+        # of a flat arbiter grows with the square of the requesters; two levels keep the
+        # arbiter small and no deeper. A requester waits at most (groups x group size) grants.
+        n = self.count
+        size = math.isqrt(n - 1) + 1
+        starts = range(0, n, size)
+        top = RoundRobin(len(starts))
+        m.submodules.top = top
+        m.d.comb += top.advance.eq(self.advance)
+        for g, start in enumerate(starts):
+            members = requests[start:start + size]
+            sub = RoundRobin(len(members))
+            m.submodules[f"group{g}"] = sub
+            m.d.comb += [top.requests[g].eq(members.any()), sub.requests.eq(members),
+                         sub.advance.eq(self.advance & top.grant[g]),
+                         self.grant[start:start + size].eq(
+                             Mux(top.grant[g], sub.grant, 0))]
+
+
+# Requesters up to which the arbiter is one flat level of AND-OR terms.
+_FLAT = 6

@@ -141,20 +141,19 @@ class Router(wiring.Component):
         m = Module()
         cfg = self.config
         f, P, V = cfg.fmt, cfg.ports, cfg.fmt.vcs
-        vb, pb = f.vc_bits, cfg.port_bits
+        vb = f.vc_bits
         levels = cfg.priorities
-        route = data.StructLayout({"mask": P, "vcs": P * vb, "multi": 1})
-        ctrl = data.StructLayout({"head": 1, "tail": 1, "prio": f.prio_bits, "route": route})
+        route = data.StructLayout({"mask": P, "vcs": P * vb})
+        # ``multi`` (several branches) is derived from the mask rather than stored, and
+        # ``prio`` is kept only when allocation honours it: each bit less in the queue
+        # memories counts (LUT RAM primitives come 6 bits wide).
+        fields = {"head": 1, "tail": 1, "multi": 1, "route": route}
+        if levels > 1:
+            fields["prio"] = f.prio_bits
+        ctrl = data.StructLayout(fields)
+
         requesters = [(p, v) for p in range(P) for v in range(V)]
 
-        m.submodules.unicast = utab = memory.Memory(
-            shape=pb + vb + 1, depth=cfg.table_depth, init=cfg.unicast)
-        # The multicast table gets a bit more, set when an entry has several branches,
-        # computed here rather than by the hardware from the mask.
-        m.submodules.multicast = mtab = memory.Memory(
-            shape=P + P * vb + 1, depth=cfg.table_depth,
-            init=[w | ((w & (1 << P) - 1).bit_count() > 1) << P + P * vb
-                  for w in cfg.multicast])
 
         # -- output side: owner flag and credits per output VC; the traversal stage -------
         busy = [Signal(V, name=f"busy{q}") for q in range(P)]
@@ -193,35 +192,28 @@ class Router(wiring.Component):
         for p in range(P):
             inp = self.inp[p]
             header = data.View(f.header, inp.payload.data[:f.header_bits])
-            uport, mport = utab.read_port(domain="comb"), mtab.read_port(domain="comb")
-            m.d.comb += [uport.addr.eq(header.dst), mport.addr.eq(header.dst)]
-            m.submodules[f"buf{p}"] = buf = InputBuffer(f.flit, ctrl, V, cfg.depth)
+            # One table per input, in the form the buffers keep (see ``_route_words``).
+            m.submodules[f"table{p}"] = table = memory.Memory(
+                shape=ctrl, depth=2 * cfg.table_depth, init=_route_words(cfg, p))
+            lookup = table.read_port(domain="comb")
+            m.d.comb += lookup.addr.eq(Cat(header.dst, header.mcast))
+            m.submodules[f"buf{p}"] = buf = InputBuffer(
+                f.flit, ctrl, V, cfg.depth, derived={"multi": lambda c: _several(c.route.mask)})
             bufs.append(buf)
-            looked = buf.w_ctrl.route
-            # Never back out of port p (no U-turns): such a route counts as unroutable.
-            keep = ((1 << P) - 1) ^ (1 << p)
-            with m.If(header.mcast):
-                m.d.comb += [looked.mask.eq(mport.data[:P] & keep),
-                             looked.vcs.eq(mport.data[P:P + P * vb]),
-                             # (an entry left with no branch is dropped, not a candidate)
-                             looked.multi.eq(mport.data[P + P * vb]
-                                             & (mport.data[:P] & keep).any())]
-            with m.Elif(uport.data[pb + vb]):
-                m.d.comb += [
-                    looked.mask.eq((1 << uport.data[:pb]) & keep),
-                    looked.vcs.eq(Cat(uport.data[pb:pb + vb] for _ in range(P))),
-                ]
+            m.d.comb += [buf.w_ctrl.route.eq(lookup.data.route),
+                         buf.w_ctrl.multi.eq(lookup.data.multi)]
             m.d.comb += [
                 buf.w_flit.eq(inp.payload),
                 buf.w_ctrl.head.eq(inp.payload.head), buf.w_ctrl.tail.eq(inp.payload.tail),
-                buf.w_ctrl.prio.eq(header.prio),
                 buf.w_en.eq(Cat(inp.valid & (inp.payload.vc == v) for v in range(V))),
             ]
+            if levels > 1:
+                m.d.comb += buf.w_ctrl.prio.eq(header.prio)
             for v in range(V):
                 st = _VcState(f, P, vb, name=f"{p}_{v}")
                 fr = buf.front[v]
                 fronts[p, v], valid[p, v], states[p, v] = fr, buf.valid[v], st
-                prios[p, v] = Mux(st.active, st.prio, fr.prio)
+                prios[p, v] = Mux(st.active, st.prio, fr.prio) if levels > 1 else 0
                 cur_vcs[p, v] = Mux(st.active, st.vcs, fr.route.vcs)
 
         def vc_of(key, q):
@@ -232,15 +224,15 @@ class Router(wiring.Component):
         want = {}
         for p, v in requesters:
             fr, st = fronts[p, v], states[p, v]
-            uni_head = valid[p, v] & fr.head & ~st.active & ~fr.route.multi
+            uni_head = valid[p, v] & fr.head & ~st.active & ~fr.multi
             want[p, v] = Signal(P, name=f"want{p}_{v}")
             m.d.comb += want[p, v].eq(Cat(
-                in_ok[p] & out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
+                out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
                     (st.active & valid[p, v] & st.mask[q] & ~st.sent[q])
                     | (uni_head & fr.route.mask[q] & idle(vc_taken, q, vc_of((p, v), q))))
                 if q != p else 0
                 for q in range(P)))
-        chosen, grant = self._switch_allocate(m, P, V, levels, want, prios)
+        chosen, grant = self._switch_allocate(m, P, V, levels, want, prios, in_ok)
 
         # -- what was granted: read address per input, stage per output, credits, owners ---
         for p in range(P):
@@ -342,7 +334,7 @@ class Router(wiring.Component):
         m.d.comb += [
             mc_arb.requests.eq(Cat(
                 valid[key] & fronts[key].head & ~states[key].active
-                & fronts[key].route.multi & all_idle(key) for key in requesters)),
+                & fronts[key].multi & all_idle(key) for key in requesters)),
             mc_arb.advance.eq(~mc_pend),
         ]
         with m.If(~mc_pend & mc_arb.grant.any()):
@@ -366,8 +358,9 @@ class Router(wiring.Component):
             m.d.sync += dropped.eq(dropped + 1)
         return m
 
-    def _switch_allocate(self, m, P, V, levels, want, prio_of):
-        """Returns ``chosen[p][v]`` (the VC input ``p`` sends from) and ``grant[q][p]``."""
+    def _switch_allocate(self, m, P, V, levels, want, prio_of, in_ok):
+        """Returns ``chosen[p][v]`` (the VC input ``p`` sends from) and ``grant[q][p]``; an
+        input takes part only when ``in_ok[p]``."""
         chosen = [[Signal(name=f"chosen{p}_{v}") for v in range(V)] for p in range(P)]
         grant = [[Signal(name=f"grant{q}_{p}") for p in range(P)] for q in range(P)]
         out_arb = []
@@ -388,7 +381,8 @@ class Router(wiring.Component):
             # Input first: each input picks a VC that can send somewhere, then each output
             # picks among the inputs whose chosen VC wants it.
             for p in range(P):
-                m.d.comb += in_arb[p].requests.eq(Cat(want[p, v].any() for v in range(V)))
+                m.d.comb += in_arb[p].requests.eq(Cat(in_ok[p] & want[p, v].any()
+                                                      for v in range(V)))
                 for v in range(V):
                     m.d.comb += chosen[p][v].eq(in_arb[p].grant[v])
                     with m.If(in_arb[p].grant[v]):
@@ -423,7 +417,7 @@ class Router(wiring.Component):
         for q in range(P):
             arb = out_arb[q]
             m.d.comb += arb.requests.eq(Cat(
-                Cat(want[p, v][q] for v in range(V)).any() for p in range(P)))
+                in_ok[p] & Cat(want[p, v][q] for v in range(V)).any() for p in range(P)))
             if levels > 1:
                 m.d.comb += arb.priority.eq(Cat(port_prio))
         for p in range(P):
@@ -461,6 +455,15 @@ class InputBuffer(wiring.Component):
     A slot is reused only after its flit was both popped and sent on (the router returns
     the credit for it after traversal).
 
+    Parameters
+    ----------
+    flit, ctrl : data.Layout
+    vcs, depth : int
+    derived : dict of str to callable, optional
+        Fields of ``ctrl`` that are not stored but computed, as ``derived[name](entry)``
+        from the stored fields of an entry, when it becomes a queue's front. ``w_ctrl``
+        still gives them for an entry written straight to an empty queue's front.
+
     Members
     -------
     w_en : In(vcs)
@@ -479,8 +482,10 @@ class InputBuffer(wiring.Component):
         The flit read last (its ``vc`` field reads as 0).
     """
 
-    def __init__(self, flit: data.Layout, ctrl: data.Layout, vcs: int, depth: int):
+    def __init__(self, flit: data.Layout, ctrl: data.Layout, vcs: int, depth: int,
+                 derived: dict | None = None):
         self.vcs, self.depth = vcs, depth
+        self.derived = dict(derived or {})
         super().__init__({
             "w_en": In(vcs), "w_flit": In(flit), "w_ctrl": In(ctrl),
             "valid": Out(vcs), "front": Out(ctrl).array(vcs),
@@ -491,6 +496,8 @@ class InputBuffer(wiring.Component):
         m = Module()
         V, D = self.vcs, self.depth
         ctrl = self.w_ctrl.shape()
+        kept = data.StructLayout({name: field.shape for name, field in ctrl
+                                  if name not in self.derived})
         # ``vc`` is not stored: the router rewrites it on the way out.
         stored = Cat(self.w_flit.data, self.w_flit.head, self.w_flit.tail)
         m.submodules.store = store = memory.Memory(shape=len(stored), depth=V * D, init=[])
@@ -508,7 +515,7 @@ class InputBuffer(wiring.Component):
 
         waddr = []
         for v in range(V):
-            m.submodules[f"ctrl{v}"] = cmem = memory.Memory(shape=ctrl, depth=D, init=[])
+            m.submodules[f"ctrl{v}"] = cmem = memory.Memory(shape=kept, depth=D, init=[])
             cw, cr = cmem.write_port(), cmem.read_port(domain="comb")
             wptr, rptr = Signal(range(D), name=f"wptr{v}"), Signal(range(D), name=f"rptr{v}")
             # rnext = rptr + 1: the entry behind the front, read ahead of a pop
@@ -516,8 +523,8 @@ class InputBuffer(wiring.Component):
             push, pop, front = self.w_en[v], self.pop[v], self.front[v]
             # the front has an entry behind it (a full queue has wptr == rptr != rnext)
             more = self.valid[v] & (rnext != wptr)
-            m.d.comb += [cw.addr.eq(wptr), cw.data.eq(self.w_ctrl), cw.en.eq(push),
-                         cr.addr.eq(rnext)]
+            m.d.comb += [cw.addr.eq(wptr), cw.en.eq(push), cr.addr.eq(rnext)]
+            m.d.comb += [cw.data[name].eq(self.w_ctrl[name]) for name, _ in kept]
             waddr.append((push, v * D + wptr))
             with m.If(push):
                 m.d.sync += wptr.eq(wrap(wptr))
@@ -525,7 +532,9 @@ class InputBuffer(wiring.Component):
                 m.d.sync += [rptr.eq(rnext), rnext.eq(wrap(rnext)),
                              self.valid[v].eq(more | push)]
                 with m.If(more):
-                    m.d.sync += front.eq(cr.data)
+                    m.d.sync += [front[name].eq(cr.data[name]) for name, _ in kept]
+                    m.d.sync += [front[name].eq(derive(cr.data))
+                                 for name, derive in self.derived.items()]
                 with m.Else():
                     m.d.sync += front.eq(self.w_ctrl)
             with m.Elif(~self.valid[v] & push):
@@ -544,6 +553,31 @@ class _VcState:
         self.vcs = Signal(ports * vc_bits, name=f"vcs{name}")
         self.sent = Signal(ports, name=f"sent{name}")
         self.prio = Signal(f.prio_bits, name=f"prio{name}")
+
+
+def _route_words(cfg: RouterConfig, port: int) -> list[dict]:
+    """Initial contents of input ``port``'s route table, as values of the router's control
+    layout (``multi`` and ``route``; the other fields zero), indexed by
+    ``mcast << id_bits | dst``: the unicast entries, then the multicast ones. Unicast
+    entries come decoded to a one-bit mask, so one lookup serves both kinds. ``port`` is
+    left out of every mask (no U-turns), so an entry naming it, like an invalid one, has an
+    empty mask and its packets are dropped."""
+    P, pb, vb = cfg.ports, cfg.port_bits, cfg.fmt.vc_bits
+    keep = ((1 << P) - 1) ^ (1 << port)
+    routes = []
+    for word in cfg.unicast:
+        out, vc = word & ((1 << pb) - 1), word >> pb & ((1 << vb) - 1)
+        valid = word >> (pb + vb) & 1 and out < P
+        routes.append((1 << out if valid else 0, sum(vc << (q * vb) for q in range(P))))
+    routes += [(word & ((1 << P) - 1), word >> P) for word in cfg.multicast]
+    return [{"multi": (mask & keep).bit_count() > 1, "route": {"mask": mask & keep, "vcs": vcs}}
+            for mask, vcs in routes]
+
+
+def _several(mask):
+    """Two bits or more of ``mask`` set, as AND-OR terms (``mask & (mask - 1)`` would be a
+    carry chain)."""
+    return Cat(mask[i] & mask[i + 1:].any() for i in range(len(mask) - 1)).any()
 
 
 def _one_hot_or(cases):
