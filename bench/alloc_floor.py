@@ -23,8 +23,6 @@ and the critical path of the last seed. Reference: the router's own Fmax from
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -36,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from router import NEXTPNR, TARGET_MHZ, _critical, _run, yosys_stat  # noqa: E402
+from router import TARGET_MHZ, place_and_route, yosys_stat  # noqa: E402
 
 from optnet.hw.alloc import RoundRobin  # noqa: E402
 
@@ -90,24 +88,12 @@ class AllocLoop(Elaboratable):
         return m
 
 
-def fmax(ahead: bool, seeds: int, tmp: Path) -> tuple[list[float], str | None]:
+def fmax(ahead: bool, seeds: int, tmp: Path) -> dict:
     top = AllocLoop(ahead)
     text = verilog.convert(top, name="top", ports=[top.si, top.so], emit_src=False)
     netlist = tmp / "top.json"
     yosys_stat(text, "synth_ecp5 -top top", tmp, "top", json_out=netlist)
-    runs, path = [], None
-    for seed in range(1, seeds + 1):
-        report = tmp / f"report{seed}.json"
-        res = _run([NEXTPNR, "--85k", "--package", "CABGA381", "--speed", "6",
-                    "--json", netlist.name, "--freq", str(TARGET_MHZ),
-                    "--lpf-allow-unconstrained", "--timing-allow-fail",
-                    "--seed", str(seed), "--report", report.name], tmp)
-        if res.returncode != 0 or not report.exists():
-            raise RuntimeError(f"nextpnr failed:\n{res.stderr[-3000:]}")
-        rep = json.loads(report.read_text())
-        runs.append(min(v["achieved"] for v in rep["fmax"].values()))
-        path = _critical(rep)
-    return runs, path
+    return place_and_route(netlist, seeds)
 
 
 def main() -> None:
@@ -119,10 +105,10 @@ def main() -> None:
     print(f"{'loop':32} {'Fmax MHz':>9}  seeds")
     for name, ahead in (("one cycle", False), ("input choice a cycle ahead", True)):
         with tempfile.TemporaryDirectory(prefix="optnet-floor-") as tmp:
-            runs, path = fmax(ahead, args.seeds, Path(tmp))
-        print(f"{name:32} {statistics.median(runs):9.1f}  "
-              + " ".join(f"{r:.1f}" for r in runs))
-        print(f"  critical path (last seed): {path}")
+            result = fmax(ahead, args.seeds, Path(tmp))
+        print(f"{name:32} {result['median']:9.1f}  "
+              + " ".join(f"{r:.1f}" for r in result["runs"]))
+        print(f"  critical path (last seed): {result['path']}")
 
 
 if __name__ == "__main__":

@@ -314,7 +314,17 @@ def nextpnr_fmax(cfg: RouterConfig, tmp: Path, seeds: int) -> dict:
     text, _, _ = wrapper_verilog(cfg)
     netlist = tmp / "top.json"
     _, warns = yosys_stat(text, "synth_ecp5 -top top", tmp, "top", json_out=netlist)
-    runs, util, warn = [], {}, Counter()
+    result = place_and_route(netlist, seeds)
+    result["warnings"] += warns
+    return result
+
+
+def place_and_route(netlist: Path, seeds: int) -> dict:
+    """nextpnr-ecp5 on ``netlist`` (in its own directory) with seeds 1..``seeds``: the Fmax
+    of each run, their median, the last run's utilisation and critical path, and the
+    tool's warnings."""
+    tmp = netlist.parent
+    runs, util, warn, path = [], {}, Counter(), None
     for seed in range(1, seeds + 1):
         report = tmp / f"report{seed}.json"
         res = _run([NEXTPNR, "--85k", "--package", "CABGA381", "--speed", "6",
@@ -335,7 +345,7 @@ def nextpnr_fmax(cfg: RouterConfig, tmp: Path, seeds: int) -> dict:
         warn.update(_warnings(res.stderr))
         path = _critical(rep)
     return {"runs": runs, "median": statistics.median(runs) if runs else None,
-            "util": util, "warnings": warn + warns, "path": path}
+            "util": util, "warnings": warn, "path": path}
 
 
 def _signal(cell: str) -> str:
