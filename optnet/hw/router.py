@@ -151,9 +151,7 @@ class Router(wiring.Component):
         if levels > 1:
             fields["prio"] = f.prio_bits
         ctrl = data.StructLayout(fields)
-
         requesters = [(p, v) for p in range(P) for v in range(V)]
-
 
         # -- output side: owner flag and credits per output VC; the traversal stage -------
         busy = [Signal(V, name=f"busy{q}") for q in range(P)]
