@@ -283,7 +283,7 @@ class LocalHub(wiring.Component):
                          name=f"credit{v}") for v in range(V)]
         # A registered loop path: no combinational path from one endpoint's sender to
         # another's receiver.
-        m.submodules.loop = loop = fifo.SyncFIFO(width=f.flit.size, depth=2)
+        m.submodules.loop = loop = fifo.SyncFIFOBuffered(width=f.flit.size, depth=3)
         m.submodules.arb = arb = RoundRobin(E)
         owner = Signal(range(max(E, 2)))
         busy = Signal()
