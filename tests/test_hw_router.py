@@ -56,7 +56,7 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
     config = RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, multi, allocator=allocator)
     dut = Router(config)
     rng = random.Random(seed)
-    # Some packets' entries name the port they arrive on: the router drops that branch.
+    # Some packets' entries name the link they arrive on: the router drops that branch.
     traffic = {p: _packets(rng, count, p) for p in range(PORTS)}
     received = defaultdict(list)   # (port, vc) -> flits (data, head, tail)
     sim = Simulator(dut)
@@ -124,10 +124,10 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
 
 def _targets(ref, packet, src_port):
     """(port, vc) pairs a packet entering ``src_port`` leaves on: its entry's, except the
-    port it came in on (the router makes no U-turns)."""
+    link it came in on (the router makes no U-turns on links)."""
     _, dst, mcast, _ = packet
     table = ref["multi"] if mcast else ref["uni"]
-    return {q: v for q, v in table.get(dst, {}).items() if q != src_port}
+    return {q: v for q, v in table.get(dst, {}).items() if q != src_port or q == 0}
 
 
 def _packets_of(flits):

@@ -243,15 +243,11 @@ class Endpoint(wiring.Component):
 
 
 class LocalHub(wiring.Component):
-    """Joins a node's endpoints to the router's local port, and to each other.
+    """Joins a node's endpoints to the router's local port.
 
-    Sending, it picks an endpoint round robin at packet boundaries. A packet for another
-    node is injected on VC ``index % vcs`` while the router's local input has credit; a
-    unicast packet for this node (``dst == node_id``) goes through a two-flit FIFO straight
-    to the receive side instead, so the router needs no U-turn on its local port.
-    Receiving, it takes whole packets from the router and from that loop, alternating when
-    both have one, steers each to the endpoint named in its header, and returns a router
-    credit per flit taken from the router.
+    Sending, it picks an endpoint round robin at packet boundaries and injects on VC
+    ``index % vcs`` while the router's local input has credit; receiving, it steers each
+    packet to the endpoint named in its header and returns a credit per flit taken.
 
     Members
     -------
@@ -263,9 +259,8 @@ class LocalHub(wiring.Component):
     from_router_cred : Out(V)       the router's ``cred_in[0]``
     """
 
-    def __init__(self, fmt: FlitFormat, endpoints: int, router_depth: int, node_id: int):
+    def __init__(self, fmt: FlitFormat, endpoints: int, router_depth: int):
         self.fmt, self.endpoints, self.router_depth = fmt, endpoints, router_depth
-        self.node_id = node_id
         super().__init__({
             "ep_tx": In(stream.Signature(fmt.flit)).array(endpoints),
             "ep_rx": Out(stream.Signature(fmt.flit)).array(endpoints),
@@ -281,76 +276,41 @@ class LocalHub(wiring.Component):
         # -- inject ----------------------------------------------------------------------
         credit = [Signal(range(self.router_depth + 1), init=self.router_depth,
                          name=f"credit{v}") for v in range(V)]
-        # A registered loop path: no combinational path from one endpoint's sender to
-        # another's receiver.
-        m.submodules.loop = loop = fifo.SyncFIFOBuffered(width=f.flit.size, depth=3)
         m.submodules.arb = arb = RoundRobin(E)
         owner = Signal(range(max(E, 2)))
         busy = Signal()
-        looping = Signal()      # the packet being sent (``busy``) goes round the loop
-
-        def local(i):
-            # endpoint i's head flit is a unicast packet for this node
-            header = data.View(f.header, self.ep_tx[i].payload.data[:f.header_bits])
-            return ~header.mcast & (header.dst == self.node_id)
-
-        ok = [Mux(local(i), loop.w_rdy, credit[i % V] != 0) for i in range(E)]
+        ok = [credit[i % V] != 0 for i in range(E)]
         m.d.comb += arb.requests.eq(Cat(self.ep_tx[i].valid & ok[i] for i in range(E)))
         take = Signal(E)
-        to_loop = Signal()
         with m.If(busy):
-            m.d.comb += [to_loop.eq(looping), take.eq(Cat(
-                (owner == i) & Mux(looping, loop.w_rdy, credit[i % V] != 0)
-                for i in range(E)))]
+            m.d.comb += take.eq(Cat((owner == i) & ok[i] for i in range(E)))
         with m.Else():
-            m.d.comb += [take.eq(arb.grant), arb.advance.eq(1),
-                         to_loop.eq((arb.grant & Cat(local(i) for i in range(E))).any())]
+            m.d.comb += [take.eq(arb.grant), arb.advance.eq(1)]
         spent = Signal(V)
         for i in range(E):
             port = self.ep_tx[i]
             m.d.comb += port.ready.eq(take[i])
             with m.If(take[i] & port.valid):
-                m.d.sync += [busy.eq(~port.payload.tail), owner.eq(i), looping.eq(to_loop)]
-                with m.If(to_loop):
-                    m.d.comb += [loop.w_en.eq(1), loop.w_data.eq(port.payload)]
-                with m.Else():
-                    m.d.comb += [self.to_router.valid.eq(1),
-                                 self.to_router.payload.eq(port.payload),
-                                 self.to_router.payload.vc.eq(i % V), spent[i % V].eq(1)]
+                m.d.comb += [self.to_router.valid.eq(1), self.to_router.payload.eq(port.payload),
+                             self.to_router.payload.vc.eq(i % V), spent[i % V].eq(1)]
+                m.d.sync += [busy.eq(~port.payload.tail), owner.eq(i)]
         for v in range(V):
             with m.If(spent[v] & ~self.to_router_cred[v]):
                 m.d.sync += credit[v].eq(credit[v] - 1)
             with m.Elif(~spent[v] & self.to_router_cred[v]):
                 m.d.sync += credit[v].eq(credit[v] + 1)
-        # -- deliver: whole packets from the router or the loop ---------------------------
-        looped = data.View(f.flit, loop.r_data)
-        receiving, from_loop, last_loop = Signal(), Signal(), Signal()
-        use_loop = Signal()
-        with m.If(receiving):
-            m.d.comb += use_loop.eq(from_loop)
-        with m.Else():
-            # both have a head waiting: the one that did not go last
-            m.d.comb += use_loop.eq(loop.r_rdy & (~self.from_router.valid | ~last_loop))
-        src_valid = Mux(use_loop, loop.r_rdy, self.from_router.valid)
-        src = Signal.like(self.from_router.payload)
-        m.d.comb += src.eq(Mux(use_loop, looped, self.from_router.payload))
-        header = data.View(f.header, src.data[:f.header_bits])
+        # -- deliver ---------------------------------------------------------------------
+        src = self.from_router
+        header = data.View(f.header, src.payload.data[:f.header_bits])
         steer = Signal(range(max(E, 2)))
         target = Signal.like(steer)
-        src_ready = Signal()
-        m.d.comb += target.eq(Mux(src.head, header.dst_ep, steer))
+        m.d.comb += target.eq(Mux(src.payload.head, header.dst_ep, steer))
         for i in range(E):
             with m.If(target == i):
-                m.d.comb += [self.ep_rx[i].valid.eq(src_valid), src_ready.eq(self.ep_rx[i].ready)]
-            m.d.comb += self.ep_rx[i].payload.eq(src)
-        m.d.comb += [loop.r_en.eq(use_loop & src_ready),
-                     self.from_router.ready.eq(~use_loop & src_ready)]
-        with m.If(src_valid & src_ready):
-            m.d.sync += [steer.eq(target), receiving.eq(~src.tail), from_loop.eq(use_loop)]
-            with m.If(src.head):
-                m.d.sync += last_loop.eq(use_loop)
-            with m.If(~use_loop):
-                for v in range(V):
-                    m.d.comb += self.from_router_cred[v].eq(src.vc == v)
+                m.d.comb += [self.ep_rx[i].valid.eq(src.valid), src.ready.eq(self.ep_rx[i].ready)]
+            m.d.comb += self.ep_rx[i].payload.eq(src.payload)
+        with m.If(src.valid & src.ready):
+            m.d.sync += steer.eq(target)
+            for v in range(V):
+                m.d.comb += self.from_router_cred[v].eq(src.payload.vc == v)
         return m
-

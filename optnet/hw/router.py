@@ -37,9 +37,9 @@ also honour ``ready``, so a link layer that cannot take a flit this cycle stalls
 Routing is the routing stage's destination-based tables (:mod:`optnet.routing.tables`): the
 unicast table maps a destination id to an output port and the VC to use on it; the
 multicast table maps a multicast group (the source's id) to a port mask and a VC per port.
-A head flit whose destination has no valid entry, or whose entry names the port it came in
-on, is dropped with its packet and counted in ``dropped``: the router makes no U-turns (the
-local hub loops a node's packets to itself, :class:`~optnet.hw.endpoint.LocalHub`).
+A head flit whose destination has no valid entry, or whose entry sends it back out of the
+link it came in on (no U-turns on links), is dropped with its packet and counted in
+``dropped``. The local port may send a packet back to itself (a node's packets to itself).
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ class Router(wiring.Component):
                 out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
                     (st.active & valid[p, v] & st.mask[q] & ~st.sent[q])
                     | (uni_head & fr.route.mask[q] & idle(vc_taken, q, vc_of((p, v), q))))
-                if q != p else 0
+                if q != p or p == 0 else 0
                 for q in range(P)))
         chosen, grant = self._switch_allocate(m, P, V, levels, want, prios, in_ok)
 
@@ -247,9 +247,9 @@ class Router(wiring.Component):
                 m.d.sync += stage[q].eq(0)
             with m.If(send):
                 m.d.sync += [stage[q].eq(Cat(grant[q])), stage_vc[q].eq(sent_vc)]
-            # Traversal: the flit the staged input read (never input q itself: no U-turns,
-            # so every output muxes P - 1 inputs).
-            sources = [p for p in range(P) if p != q]
+            # Traversal: the flit the staged input read (never input q itself on a link
+            # port, so link outputs mux P - 1 inputs).
+            sources = [p for p in range(P) if p != q or q == 0]
             index = Signal(range(len(sources)), name=f"stage_idx{q}")
             with m.If(send):
                 m.d.sync += index.eq(_one_hot_or(
@@ -557,11 +557,11 @@ def _route_words(cfg: RouterConfig, port: int) -> list[dict]:
     """Initial contents of input ``port``'s route table, as values of the router's control
     layout (``multi`` and ``route``; the other fields zero), indexed by
     ``mcast << id_bits | dst``: the unicast entries, then the multicast ones. Unicast
-    entries come decoded to a one-bit mask, so one lookup serves both kinds. ``port`` is
-    left out of every mask (no U-turns), so an entry naming it, like an invalid one, has an
-    empty mask and its packets are dropped."""
+    entries come decoded to a one-bit mask, so one lookup serves both kinds. A link
+    ``port`` is left out of every mask (no U-turns on links), so an entry naming it, like an
+    invalid one, has an empty mask and its packets are dropped."""
     P, pb, vb = cfg.ports, cfg.port_bits, cfg.fmt.vc_bits
-    keep = ((1 << P) - 1) ^ (1 << port)
+    keep = ((1 << P) - 1) ^ (1 << port if port else 0)
     routes = []
     for word in cfg.unicast:
         out, vc = word & ((1 << pb) - 1), word >> pb & ((1 << vb) - 1)

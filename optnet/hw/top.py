@@ -80,8 +80,7 @@ class NodeTop(wiring.Component):
         m = Module()
         plan = self.plan
         m.submodules.router = router = Router(plan.router)
-        m.submodules.hub = hub = LocalHub(plan.fmt, len(plan.endpoints), plan.router.depth,
-                                          plan.node_id)
+        m.submodules.hub = hub = LocalHub(plan.fmt, len(plan.endpoints), plan.router.depth)
         wiring.connect(m, router.out[0], hub.from_router)
         wiring.connect(m, hub.to_router, router.inp[0])
         m.d.comb += [hub.to_router_cred.eq(router.cred_out[0]),
