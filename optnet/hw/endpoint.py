@@ -106,6 +106,10 @@ class Endpoint(wiring.Component):
 
     Members
     -------
+    node_id : In(id_bits)
+        This node's id (``config.node_id`` when left undriven). A port rather than a
+        constant, so that the endpoint's hardware is the same on every node and only the
+        top level's one constant differs (see :mod:`optnet.emit.roles`).
     s_axis : In(stream.Signature(axis_tx_layout))
         Packets from the user's logic.
     m_axis : Out(stream.Signature(axis_rx_layout))
@@ -120,6 +124,7 @@ class Endpoint(wiring.Component):
         self.config = config
         f = config.fmt
         super().__init__({
+            "node_id": In(f.id_bits, init=config.node_id),
             "s_axis": In(stream.Signature(axis_tx_layout(config))),
             "m_axis": Out(stream.Signature(axis_rx_layout(config))),
             "net_tx": Out(stream.Signature(f.flit)),
@@ -209,7 +214,7 @@ class Endpoint(wiring.Component):
             m.d.comb += [left.eq(cfg.init_budget * cfg.credit + g_tx.data - s_r.data),
                          may_send.eq(user.tuser | (left != 0))]
         header = Signal(f.header)
-        m.d.comb += [header.src.eq(cfg.node_id), header.dst_ep.eq(cfg.index),
+        m.d.comb += [header.src.eq(self.node_id), header.dst_ep.eq(cfg.index),
                      header.src_ep.eq(cfg.index), header.prio.eq(cfg.priority)]
         with m.If(sending):
             m.d.comb += [
@@ -231,7 +236,7 @@ class Endpoint(wiring.Component):
                              grants.r_en.eq(self.net_tx.ready)]
         with m.Elif(self.s_axis.valid & may_send):
             # A broadcast's group is its source: the multicast table is indexed by it.
-            m.d.comb += [header.dst.eq(Mux(user.tuser, cfg.node_id, user.tdest)),
+            m.d.comb += [header.dst.eq(Mux(user.tuser, self.node_id, user.tdest)),
                          header.mcast.eq(user.tuser),
                          header.kind.eq(KIND_DATA), self.net_tx.valid.eq(1),
                          self.net_tx.payload.head.eq(1), self.net_tx.payload.data.eq(header)]

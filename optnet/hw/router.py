@@ -46,14 +46,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.alloc import RoundRobin
 from optnet.hw.flit import FlitFormat, clog2
 
-__all__ = ["InputBuffer", "Router", "RouterConfig"]
+__all__ = ["InputBuffer", "Router", "RouterConfig", "route_table"]
 
 
 @dataclass(frozen=True)
@@ -143,14 +143,7 @@ class Router(wiring.Component):
         f, P, V = cfg.fmt, cfg.ports, cfg.fmt.vcs
         vb = f.vc_bits
         levels = cfg.priorities
-        route = data.StructLayout({"mask": P, "vcs": P * vb})
-        # ``multi`` (several branches) is derived from the mask rather than stored, and
-        # ``prio`` is kept only when allocation honours it: each bit less in the queue
-        # memories counts (LUT RAM primitives come 6 bits wide).
-        fields = {"head": 1, "tail": 1, "multi": 1, "route": route}
-        if levels > 1:
-            fields["prio"] = f.prio_bits
-        ctrl = data.StructLayout(fields)
+        ctrl = _control_layout(cfg)
         requesters = [(p, v) for p in range(P) for v in range(V)]
 
         # -- output side: owner flag and credits per output VC; the traversal stage -------
@@ -551,6 +544,28 @@ class _VcState:
         self.vcs = Signal(ports * vc_bits, name=f"vcs{name}")
         self.sent = Signal(ports, name=f"sent{name}")
         self.prio = Signal(f.prio_bits, name=f"prio{name}")
+
+
+def _control_layout(cfg: RouterConfig) -> data.StructLayout:
+    """What the input buffers keep per flit besides its data, and what a table entry holds.
+
+    ``multi`` (several branches) is derived from the mask rather than stored, and ``prio``
+    is kept only when allocation honours it: each bit less in the queue memories counts
+    (LUT RAM primitives come 6 bits wide).
+    """
+    P, vb = cfg.ports, cfg.fmt.vc_bits
+    fields = {"head": 1, "tail": 1, "multi": 1,
+              "route": data.StructLayout({"mask": P, "vcs": P * vb})}
+    if cfg.priorities > 1:
+        fields["prio"] = cfg.fmt.prio_bits
+    return data.StructLayout(fields)
+
+
+def route_table(cfg: RouterConfig, port: int) -> list[int]:
+    """The contents of input ``port``'s route table (memory ``table<port>``) as the integers
+    its Verilog initialises each word with; see :func:`_route_words` for their meaning."""
+    ctrl = _control_layout(cfg)
+    return [Const.cast(ctrl.const(word)).value for word in _route_words(cfg, port)]
 
 
 def _route_words(cfg: RouterConfig, port: int) -> list[dict]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module
-from amaranth.lib import stream, wiring
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.endpoint import Endpoint, LocalHub, axis_rx_layout, axis_tx_layout
@@ -83,11 +83,19 @@ class NodeTop(wiring.Component):
         m.submodules.hub = hub = LocalHub(plan.fmt, len(plan.endpoints), plan.router.depth)
         wiring.connect(m, router.out[0], hub.from_router)
         wiring.connect(m, hub.to_router, router.inp[0])
+        # The node id sits in a one-word ROM rather than in logic: a constant would be
+        # folded into the endpoints, whereas a memory's contents appear once, in its own
+        # initial block, which optnet.emit.roles rewrites to turn one node's Verilog into
+        # another's of the same role (synthesis folds the ROM back into a constant).
+        m.submodules.node_id_rom = id_rom = memory.Memory(
+            shape=plan.fmt.id_bits, depth=1, init=[plan.node_id])
+        node_id = id_rom.read_port(domain="comb").data
         m.d.comb += [hub.to_router_cred.eq(router.cred_out[0]),
                      router.cred_in[0].eq(hub.from_router_cred), self.dropped.eq(router.dropped)]
         for i, (name, cfg) in enumerate(zip(plan.endpoint_names, plan.endpoints, strict=True)):
             ep = Endpoint(cfg)
             m.submodules[f"ep_{name}"] = ep
+            m.d.comb += ep.node_id.eq(node_id)
             wiring.connect(m, ep.net_tx, hub.ep_tx[i])
             wiring.connect(m, hub.ep_rx[i], ep.net_rx)
             wiring.connect(m, wiring.flipped(getattr(self, f"{name}_s_axis")), ep.s_axis)
