@@ -105,7 +105,7 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None
 
 def _routed_or_exit(file: str):
     """Lint and route FILE; print its findings and exit 2 (unreadable) or 1 (errors, or not
-    routable) unless it routed cleanly. Returns the Routed cluster."""
+    routable) unless it routed cleanly. Returns the LintResult (``routed`` is set)."""
     try:
         result = lint_file(Path(file))
     except InputError as exc:
@@ -116,7 +116,7 @@ def _routed_or_exit(file: str):
         click.echo(render(result.diagnostics, "text", result.sources, 1), err=True, nl=False)
     if result.routed is None or errors:
         sys.exit(EXIT_FINDINGS)
-    return result.routed
+    return result
 
 
 @cli.command("route")
@@ -132,7 +132,7 @@ def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str 
 
     Exit status 0 when routed and proven, 1 with any error finding, 2 when unreadable.
     """
-    routed = _routed_or_exit(file)
+    routed = _routed_or_exit(file).routed
     metrics = compute_metrics(routed)
     node_tabs = node_tables(routed) if tables or emit_dir else []
     if emit_dir:
@@ -162,9 +162,20 @@ def hdl(file: str, output: str, nodes: str | None, one_per_role: bool) -> None:
     generated, 2 when unreadable or a node name is unknown.
     """
     from optnet.emit import hdl as emit_hdl
+
+    plans = _plans_or_exit(_routed_or_exit(file).routed, file, nodes)
+    if one_per_role:
+        plans = emit_hdl.one_per_role(plans)
+    for p in plans:
+        written = emit_hdl.write_files(Path(output), p.node, emit_hdl.node_files(p))
+        click.echo(f"{p.node}: {', '.join(shown_path(w) for w in written)}")
+
+
+def _plans_or_exit(routed, file: str, nodes: str | None):
+    """The hardware plans of ``routed`` (only ``nodes``, comma-separated, when given); print
+    the reasons and exit 1 when the hardware cannot be planned, 2 for an unknown node."""
     from optnet.plan import PlanError, plan
 
-    routed = _routed_or_exit(file)
     try:
         plans = plan(routed)
     except PlanError as exc:
@@ -172,19 +183,63 @@ def hdl(file: str, output: str, nodes: str | None, one_per_role: bool) -> None:
             click.echo(f"error: {reason}", err=True)
         sys.exit(EXIT_FINDINGS)
     if nodes:
-        wanted = [n.strip() for n in nodes.split(",") if n.strip()]
-        known = {p.node for p in plans}
-        unknown = [n for n in wanted if n not in known]
+        wanted = {n.strip() for n in nodes.split(",") if n.strip()}
+        unknown = sorted(wanted - {p.node for p in plans})
         if unknown:
             click.echo(f"optnet: no node called {', '.join(map(repr, unknown))} in {file}.",
                        err=True)
             sys.exit(EXIT_USAGE)
         plans = [p for p in plans if p.node in wanted]
-    if one_per_role:
-        plans = emit_hdl.one_per_role(plans)
-    for p in plans:
-        written = emit_hdl.write_files(Path(output), p.node, emit_hdl.node_files(p))
-        click.echo(f"{p.node}: {', '.join(shown_path(w) for w in written)}")
+    return plans
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
+              help="The build directory (replaced as a whole when the build succeeds).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Worker processes for lowering the nodes' hardware.")
+@click.option("--nodes", help="Comma-separated node names to build (default: every node).")
+def build(file: str, output: str, jobs: int, nodes: str | None) -> None:
+    """Build FILE into OUTPUT: lint, route, plan, lower and emit every node's folder,
+    the cabling plan, the drawing and the manifest (see docs/build.md).
+
+    The new tree is written next to OUTPUT and swapped in only when complete, so a failed
+    build leaves the previous one intact; files whose contents did not change keep their
+    modification times. Exit status 0 when built, 1 when the cluster has errors or cannot
+    be built, 2 when unreadable or OUTPUT cannot be replaced.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from optnet.emit.build import build_files
+    from optnet.emit.writer import OutputError, write_tree
+
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    with err.status("lint and route"):
+        result = _routed_or_exit(file)
+    plans = _plans_or_exit(result.routed, file, nodes)
+    columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[item]}"))
+    with Progress(*columns, console=err, transient=not err.is_terminal) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(stage: str, done: int, total: int, item: str) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total, item="")
+            bar.update(tasks[stage], completed=done, item=item)
+
+        files = build_files(result.routed, plans, result.sources, jobs=jobs,
+                            progress=progress)
+        try:
+            stats = write_tree(Path(output), files)
+        except OutputError as exc:
+            click.echo(f"optnet: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+    err.print(f"built {len(plans)} node(s) of {result.routed.cluster.name} into "
+              f"{shown_path(Path(output))}: {len(files)} files, {len(stats.written)} written, "
+              f"{stats.kept} unchanged", style="green")
+    if stats.written:
+        logger.info("written: %s", ", ".join(stats.written))
 
 
 @cli.command()

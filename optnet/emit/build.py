@@ -1,0 +1,219 @@
+"""``optnet build``: every file of a cluster's build tree, computed in memory.
+
+The tree is the one of DESIGN §6 (see ``docs/build.md``). :func:`build_files` returns it as
+a mapping of relative path to bytes; :func:`optnet.emit.writer.write_tree` writes it. The
+stages after routing and planning are:
+
+1. **lower**: one node per hardware role goes through Amaranth and Yosys (in ``jobs``
+   worker processes); the Verilog of every other node of the role is derived from it
+   (:mod:`optnet.emit.roles`);
+2. **emit**: per node, the Verilog, its lint stubs, tables, documentation and FuseSoC
+   core; per cluster, the cabling plan, the drawing, the report summary;
+3. **manifest**: ``manifest.json`` lists every file with its SHA-256, the inputs' hashes
+   and the optnet version. It holds no time stamp, so equal inputs give equal bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from fractions import Fraction
+
+from optnet import __version__
+from optnet.emit.drawing import topology_svg
+from optnet.emit.env import render_template
+from optnet.emit.roles import retarget
+from optnet.plan import NodePlan
+from optnet.routing.export import route_json
+from optnet.routing.metrics import compute_metrics
+from optnet.routing.route import Routed
+from optnet.routing.tables import render_c_header, render_hex, to_json
+from optnet.spec.models import BoardDesc
+from optnet.units import Dimension, Quantity, format_quantity
+
+__all__ = ["BUILD_FORMAT", "Progress", "build_files", "cabling_rows"]
+
+#: Version of the build tree's layout and of ``manifest.json``.
+BUILD_FORMAT = 1
+
+#: ``progress(stage, done, total, item)``: ``item`` (a node name, or "") was finished.
+Progress = Callable[[str, int, int, str], None]
+
+
+def _silent(stage: str, done: int, total: int, item: str) -> None:
+    pass
+
+
+def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, str], *,
+                jobs: int = 1, progress: Progress = _silent) -> dict[str, bytes]:
+    """The build tree of ``routed`` for the nodes in ``plans`` (all of them or a subset).
+
+    Parameters
+    ----------
+    routed : Routed
+    plans : sequence of NodePlan
+        The nodes to build, in cluster order.
+    inputs : mapping of str to str
+        Name and text of every input file (the cluster file and what it pulled in); their
+        hashes go into the manifest.
+    jobs : int
+        Worker processes for lowering.
+    progress : Progress
+
+    Returns
+    -------
+    dict of str to bytes
+        Relative path (``/``-separated) to contents, ``manifest.json`` included.
+    """
+    boards = {n.board.name: n.board for n in routed.cluster.nodes}
+    lowered = _lower_roles(plans, jobs, progress)
+    files: dict[str, str] = {}
+    for i, p in enumerate(plans):
+        rep, rep_files = lowered[p.role()]
+        for rel, text in _node_files(p, rep, rep_files, boards[p.board],
+                                     routed.cluster.name).items():
+            files[f"nodes/{p.node}/{rel}"] = text
+        progress("emit", i + 1, len(plans), p.node)
+    files.update(_cluster_files(routed, plans))
+    data = {rel: text.encode("utf-8") for rel, text in files.items()}
+    data["manifest.json"] = _manifest(routed, data, inputs, boards).encode("utf-8")
+    return data
+
+
+def _lower(plan: NodePlan) -> dict[str, str]:
+    # In a worker process: the Verilog and stubs of one node (importing Amaranth there).
+    from optnet.emit.hdl import node_files
+    return node_files(plan)
+
+
+def _lower_roles(plans: Sequence[NodePlan], jobs: int,
+                 progress: Progress) -> dict[tuple, tuple[NodePlan, dict[str, str]]]:
+    """The first node of each role and its files, by role."""
+    reps: dict[tuple, NodePlan] = {}
+    for p in plans:
+        reps.setdefault(p.role(), p)
+    order = list(reps.values())
+    done: dict[tuple, tuple[NodePlan, dict[str, str]]] = {}
+    if jobs > 1 and len(order) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(order))) as pool:
+            for i, (rep, files) in enumerate(zip(order, pool.map(_lower, order), strict=True)):
+                done[rep.role()] = (rep, files)
+                progress("lower", i + 1, len(order), rep.node)
+    else:
+        for i, rep in enumerate(order):
+            done[rep.role()] = (rep, _lower(rep))
+            progress("lower", i + 1, len(order), rep.node)
+    return done
+
+
+def _node_files(plan: NodePlan, rep: NodePlan, rep_files: Mapping[str, str],
+                board: BoardDesc, cluster: str) -> dict[str, str]:
+    """Every file of one node's folder, relative to it."""
+    files = {rel: text for rel, text in rep_files.items() if rel.startswith("stubs/")}
+    files[f"rtl/{plan.node}.v"] = retarget(rep_files[f"rtl/{rep.node}.v"], rep, plan)
+    table = plan.table
+    unicast, multicast = render_hex(table)
+    files["tables/routes.json"] = json.dumps(to_json(table), indent=2) + "\n"
+    files["tables/routes.hex"] = unicast
+    files["tables/mcast.hex"] = multicast
+    files["tables/routes.h"] = render_c_header(table)
+    names = [*sorted(files), f"{plan.node}.core", "README.md"]
+    files[f"{plan.node}.core"] = render_template(
+        "fusesoc/node.core.j2", plan=plan, board=board, files=sorted(files),
+        version=__version__, cluster=cluster)
+    files["README.md"] = render_template(
+        "docs/node_readme.md.j2", plan=plan, board=board, files=names, cluster=cluster,
+        endpoints=list(zip(plan.endpoint_names, plan.endpoints, strict=True)),
+        rate=_rate, clock=_clock)
+    return files
+
+
+def _rate(bits_per_second: float) -> str:
+    return format_quantity(Quantity(Fraction(bits_per_second).limit_denominator(1000),
+                                    Dimension.RATE))
+
+
+def _clock(hertz: float) -> str:
+    return format_quantity(Quantity(Fraction(hertz).limit_denominator(1000),
+                                    Dimension.FREQUENCY))
+
+
+@dataclass(frozen=True)
+class CableRow:
+    """One cable of the cabling plan (one link)."""
+
+    link: int
+    a: str
+    a_lanes: str
+    a_connector: str
+    b: str
+    b_lanes: str
+    b_connector: str
+    lanes: int
+    length: str
+    phy: str
+    line_rate: str
+
+
+def cabling_rows(routed: Routed) -> list[CableRow]:
+    """The cabling plan: one row per link, in link order."""
+    cluster = routed.cluster
+    rows = []
+    for link in cluster.links:
+        ends = []
+        for end in (link.a, link.b):
+            port = cluster.node(end.node).board.ports[end.port]
+            ends.append((str(end), _lanes(end.lanes), port.connector))
+        rows.append(CableRow(
+            link.index, *ends[0], *ends[1], link.lanes,
+            format_quantity(link.length) if link.length is not None else "",
+            link.phy, format_quantity(link.line_rate)))
+    return rows
+
+
+def _lanes(lanes: tuple[int, ...]) -> str:
+    if len(lanes) > 1 and lanes == tuple(range(lanes[0], lanes[-1] + 1)):
+        return f"{lanes[0]}-{lanes[-1]}"
+    return ",".join(map(str, lanes))
+
+
+def _cluster_files(routed: Routed, plans: Sequence[NodePlan]) -> dict[str, str]:
+    rows = cabling_rows(routed)
+    metrics = compute_metrics(routed)
+    summary = route_json(routed, metrics, None, False)
+    report = {"format": "optnet-build-report", "version": BUILD_FORMAT,
+              "optnet": __version__, "cluster": routed.cluster.name,
+              "routing": summary,
+              "nodes": [{"node": p.node, "id": p.node_id, "board": p.board, "part": p.part,
+                         "clock_hz": p.clock_hz, "ports": len(p.ports),
+                         "endpoints": list(p.endpoint_names)} for p in plans]}
+    return {
+        "cabling.csv": render_template("docs/cabling.csv.j2", rows=rows),
+        "cabling.md": render_template("docs/cabling.md.j2", rows=rows,
+                                      cluster=routed.cluster.name),
+        "topology.svg": topology_svg(routed.cluster),
+        "report.json": json.dumps(report, indent=2, sort_keys=True) + "\n",
+        "report.md": render_template("docs/build_report.md.j2", r=routed, m=metrics,
+                                     plans=plans, rows=rows, clock=_clock),
+    }
+
+
+def _manifest(routed: Routed, files: Mapping[str, bytes], inputs: Mapping[str, str],
+              boards: Mapping[str, BoardDesc]) -> str:
+    def sha(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
+    doc = {
+        "format": "optnet-build", "version": BUILD_FORMAT, "optnet": __version__,
+        "cluster": routed.cluster.name,
+        "inputs": {name: sha(text.encode("utf-8")) for name, text in sorted(inputs.items())},
+        # Boards come from the library (or a boards/ folder next to the cluster file):
+        # hashed as optnet read them, so a changed board file changes the manifest.
+        "boards": {name: sha(board.model_dump_json().encode("utf-8"))
+                   for name, board in sorted(boards.items())},
+        "files": {rel: sha(data) for rel, data in sorted(files.items())},
+    }
+    return json.dumps(doc, indent=2) + "\n"
