@@ -49,31 +49,43 @@ def retarget(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
     text = re.sub(rf"^module {re.escape(rep.node)}\(", f"module {plan.node}(", verilog,
                   count=1, flags=re.M)
     text = text.replace(f"\\{rep.node}.", f"\\{plan.node}.")
-    text = _initialise(text, "node_id_rom", [plan.node_id])
-    for port in range(plan.router.ports):
-        text = _initialise(text, f"table{port}", route_table(plan.router, port))
+    memories = {"node_id_rom": [plan.node_id]}
+    memories.update((f"table{port}", route_table(plan.router, port))
+                    for port in range(plan.router.ports))
+    return _initialise(text, memories)
+
+
+# An initial block of a memory: ``name[i] = W'hXX;`` per word, the name escaped if it needs
+# to be and possibly with a ``$n`` suffix (how Amaranth writes memory contents).
+_BLOCK = re.compile(r"  initial begin\n((?:    \\?([A-Za-z_]\w*)(?:\$\d+)? ?\[\d+\] = "
+                    r"\d+'h[0-9a-f]+;\n)+)  end\n")
+_WORD = re.compile(r"(.* = )(\d+)'h")
+
+
+def _initialise(text: str, memories: dict[str, list[int]]) -> str:
+    """``text`` with the contents of each memory in ``memories`` replaced, in one pass."""
+    seen: dict[str, int] = dict.fromkeys(memories, 0)
+
+    def replace(match: re.Match) -> str:
+        memory = match.group(2)
+        if memory not in memories:
+            return match.group(0)
+        seen[memory] += 1
+        lines, words = match.group(1).splitlines(), memories[memory]
+        if len(lines) != len(words):
+            raise RoleError(f"memory {memory!r} has {len(lines)} words, expected {len(words)}")
+        out = []
+        for line, word in zip(lines, words, strict=True):
+            head, width = _WORD.match(line).groups()
+            if word >> int(width):
+                raise RoleError(f"word {word:#x} does not fit memory {memory!r} "
+                                f"({width} bits)")
+            out.append(f"{head}{width}'h{word:0{-(-int(width) // 4)}x};")
+        return "  initial begin\n" + "\n".join(out) + "\n  end\n"
+
+    text = _BLOCK.sub(replace, text)
+    for memory, count in seen.items():
+        if count != 1:
+            raise RoleError(f"memory {memory!r} has {count} initial blocks in the Verilog "
+                            "(expected one)")
     return text
-
-
-def _initialise(text: str, memory: str, words: list[int]) -> str:
-    # Amaranth writes ``name[i] = W'hXX;`` per word (the name escaped if it needs to be,
-    # possibly with a ``$n`` suffix), all in one initial block.
-    name = rf"\\?{re.escape(memory)}(?:\$\d+)?"
-    block = re.compile(rf"  initial begin\n((?:    {name} ?\[\d+\] = \d+'h[0-9a-f]+;\n)+)  end\n")
-    found = [b for b in block.finditer(text)]
-    if len(found) != 1:
-        raise RoleError(f"memory {memory!r} has {len(found)} initial blocks in the Verilog "
-                        "(expected one)")
-    match = found[0]
-    lines = match.group(1).splitlines()
-    if len(lines) != len(words):
-        raise RoleError(f"memory {memory!r} has {len(lines)} words, expected {len(words)}")
-    out = []
-    for line, word in zip(lines, words, strict=True):
-        head, width = re.match(r"(.* = )(\d+)'h", line).groups()
-        digits = -(-int(width) // 4)
-        if word >> int(width):
-            raise RoleError(f"word {word:#x} does not fit memory {memory!r} ({width} bits)")
-        out.append(f"{head}{width}'h{word:0{digits}x};")
-    new = "  initial begin\n" + "\n".join(out) + "\n  end\n"
-    return text[:match.start()] + new + text[match.end():]

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -565,7 +565,14 @@ def route_table(cfg: RouterConfig, port: int) -> list[int]:
     """The contents of input ``port``'s route table (memory ``table<port>``) as the integers
     its Verilog initialises each word with; see :func:`_route_words` for their meaning."""
     ctrl = _control_layout(cfg)
-    return [Const.cast(ctrl.const(word)).value for word in _route_words(cfg, port)]
+    route = ctrl["route"].shape
+    # Packed by hand from the layout's offsets: Layout.const is too slow for thousands of
+    # nodes with hundreds of entries each.
+    multi = ctrl["multi"].offset
+    mask = ctrl["route"].offset + route["mask"].offset
+    vcs = ctrl["route"].offset + route["vcs"].offset
+    return [w["multi"] << multi | w["route"]["mask"] << mask | w["route"]["vcs"] << vcs
+            for w in _route_words(cfg, port)]
 
 
 def _route_words(cfg: RouterConfig, port: int) -> list[dict]:
