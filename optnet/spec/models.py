@@ -441,6 +441,12 @@ class PortDesc(_Model):
     """Per-lane limit of this port, when below the transceiver's."""
     refclk: RefClkDesc | None = None
     iostandard: str | None = None
+    """I/O standard of the port's pins (parallel ports: of every pair, unless
+    `rx_iostandard` gives the receive pairs their own)."""
+    rx_iostandard: str | None = None
+    """I/O standard of the receive pairs (data and forwarded clock) of a parallel port, where
+    it differs from `iostandard` (ECP5 boards that emulate differential outputs with
+    LVCMOS33D receive with the LVDS input buffer)."""
     clock: PairPins | None = None
     """Forwarded clock pins (parallel ports)."""
     onboard: OnboardDesc | None = None
@@ -458,6 +464,18 @@ class ClockDesc(_Model):
     p: str | None = None
     n: str | None = None
     iostandard: str | None = None
+
+
+class LedsDesc(_Model):
+    """User LEDs the generated board top drives with link and network status."""
+
+    noun: ClassVar[str] = "the LEDs"
+    pins: list[str] = Field(min_length=1, max_length=64)
+    """Package pins, LED 0 first."""
+    iostandard: str | None = None
+    """I/O standard of every LED pin."""
+    active_low: bool = False
+    """The LEDs light when their pin is driven low."""
 
 
 class BramDesc(_Model):
@@ -505,6 +523,8 @@ class BoardDesc(_Model):
     resources: ResourcesDesc
     transceivers: TransceiversDesc | None = None
     clocks: dict[str, ClockDesc] = {}
+    leds: LedsDesc | None = None
+    """User LEDs, for the board top's status display."""
     ports: dict[str, PortDesc] = {}
     source: str
     """Where every fact in this file comes from."""

@@ -1,9 +1,12 @@
-"""Black-box stubs of the FPGA I/O primitives the LVDS PHY instantiates.
+"""Black-box stubs of the FPGA primitives the LVDS PHY and the board top instantiate.
 
 Yosys knows these cells in ``synth_ecp5``/``synth_xilinx``; Verilator does not, so lint
 runs with these stubs. Port names come from the vendors' libraries: Lattice FPGA
-Libraries Reference Guide (ODDRX1F, IDDRX1F, OLVDS, ILVDS) and Xilinx UG953 / UG190
-(ODDR, IDDR, OBUFDS, IBUFDS, BUFIO, BUFR, BUFG).
+Libraries Reference Guide (ODDRX1F, IDDRX1F, OLVDS, ILVDS, EHXPLLL) and Xilinx UG953 /
+UG974 / UG621 / UG190 (ODDR, IDDR, OBUFDS, IBUFDS, IBUFGDS, BUFIO, BUFR, BUFG, MMCME2_BASE,
+MMCME4_BASE, PLL_BASE); parameter defaults as in Yosys' ``cells_bb_ecp5.v`` and
+``cells_xtra.v``. Each stub is wrapped in an ``ifndef`` guard, so the network's stub file
+and the board top's may both define a primitive without a duplicate-module error.
 """
 
 from __future__ import annotations
@@ -11,6 +14,19 @@ from __future__ import annotations
 from optnet.emit.env import render_template
 
 __all__ = ["PRIMITIVES", "primitive_stubs"]
+
+# The base MMCMs of 7 series (UG953) and UltraScale (UG974) share ports and the parameters
+# optnet sets.
+_MMCM_PORTS = (
+    ("CLKIN1", "CLKFBIN", "RST", "PWRDWN"),
+    ("CLKFBOUT", "CLKFBOUTB", "CLKOUT0", "CLKOUT0B", "CLKOUT1", "CLKOUT1B", "CLKOUT2",
+     "CLKOUT2B", "CLKOUT3", "CLKOUT3B", "CLKOUT4", "CLKOUT5", "CLKOUT6", "LOCKED"),
+)
+_MMCM_PARAMS = {
+    "BANDWIDTH": '"OPTIMIZED"', "CLKFBOUT_MULT_F": "5.0", "CLKIN1_PERIOD": "0.0",
+    "CLKOUT0_DIVIDE_F": "1.0", **{f"CLKOUT{i}_DIVIDE": "1" for i in range(1, 7)},
+    "DIVCLK_DIVIDE": "1", "REF_JITTER1": "0.01", "STARTUP_WAIT": '"FALSE"',
+}
 
 #: name -> (inputs, outputs, parameters with their defaults)
 PRIMITIVES: dict[str, tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]] = {
@@ -28,6 +44,28 @@ PRIMITIVES: dict[str, tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]] =
     "BUFIO": (("I",), ("O",), {}),
     "BUFR": (("I", "CE", "CLR"), ("O",), {"BUFR_DIVIDE": '"BYPASS"', "SIM_DEVICE": '"7SERIES"'}),
     "BUFG": (("I",), ("O",), {}),
+    "IBUFGDS": (("I", "IB"), ("O",), {"DIFF_TERM": '"FALSE"'}),
+    "MMCME2_BASE": (*_MMCM_PORTS, _MMCM_PARAMS),
+    "MMCME4_BASE": (*_MMCM_PORTS, _MMCM_PARAMS),
+    "PLL_BASE": (
+        ("CLKIN", "CLKFBIN", "RST"),
+        ("CLKFBOUT", *(f"CLKOUT{i}" for i in range(6)), "LOCKED"),
+        {"BANDWIDTH": '"OPTIMIZED"', "CLKFBOUT_MULT": "1", "CLKIN_PERIOD": "0.0",
+         **{f"CLKOUT{i}_DIVIDE": "1" for i in range(6)},
+         "CLK_FEEDBACK": '"CLKFBOUT"', "COMPENSATION": '"SYSTEM_SYNCHRONOUS"',
+         "DIVCLK_DIVIDE": "1", "REF_JITTER": "0.1"}),
+    "EHXPLLL": (
+        ("CLKI", "CLKFB", "PHASESEL1", "PHASESEL0", "PHASEDIR", "PHASESTEP", "PHASELOADREG",
+         "STDBY", "PLLWAKESYNC", "RST", "ENCLKOP", "ENCLKOS", "ENCLKOS2", "ENCLKOS3"),
+        ("CLKOP", "CLKOS", "CLKOS2", "CLKOS3", "LOCK", "INTLOCK", "REFCLK", "CLKINTFB"),
+        {"CLKI_DIV": "1", "CLKFB_DIV": "1",
+         **{f"{o}_{k}": v for o in ("CLKOP", "CLKOS", "CLKOS2", "CLKOS3")
+            for k, v in (("DIV", "8"), ("CPHASE", "0"), ("FPHASE", "0"),
+                         ("ENABLE", '"ENABLED"' if o == "CLKOP" else '"DISABLED"'))},
+         "FEEDBK_PATH": '"CLKOP"', "OUTDIVIDER_MUXA": '"DIVA"', "OUTDIVIDER_MUXB": '"DIVB"',
+         "OUTDIVIDER_MUXC": '"DIVC"', "OUTDIVIDER_MUXD": '"DIVD"',
+         "STDBY_ENABLE": '"DISABLED"', "DPHASE_SOURCE": '"DISABLED"',
+         "PLLRST_ENA": '"DISABLED"', "INTFB_WAKE": '"DISABLED"'}),
 }
 
 
