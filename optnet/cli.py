@@ -212,7 +212,9 @@ def build(file: str, output: str, jobs: int, nodes: str | None) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from optnet.emit.build import build_files
+    from optnet.emit.projects import ProjectError
     from optnet.emit.writer import OutputError, write_tree
+    from optnet.hw.board import PllError
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     with err.status("lint and route"):
@@ -228,8 +230,12 @@ def build(file: str, output: str, jobs: int, nodes: str | None) -> None:
                 tasks[stage] = bar.add_task(stage, total=total, item="")
             bar.update(tasks[stage], completed=done, item=item)
 
-        files = build_files(result.routed, plans, result.sources, jobs=jobs,
-                            progress=progress)
+        try:
+            files = build_files(result.routed, plans, result.sources, jobs=jobs,
+                                progress=progress)
+        except (ProjectError, PllError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_FINDINGS)
         try:
             stats = write_tree(Path(output), files)
         except OutputError as exc:

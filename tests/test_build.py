@@ -20,7 +20,8 @@ from optnet.emit.writer import OutputError, check_relative, write_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 RING = ROOT / "examples" / "ulx3s_ring4.yaml"
-NODE_FILES = {"README.md", "rtl/{n}.v", "stubs/primitives.v", "tables/mcast.hex",
+NODE_FILES = {"README.md", "rtl/{n}.v", "rtl/{n}_top.v", "stubs/primitives.v",
+              "stubs/board_primitives.v", "constraints/{n}.lpf", "Makefile", "tables/mcast.hex",
               "tables/routes.h", "tables/routes.hex", "tables/routes.json", "{n}.core"}
 
 
@@ -95,10 +96,18 @@ def test_core_parses_with_fusesoc(ring_build):
     core = CoreInterface(Core2Parser(), ring_build / "nodes/n2/n2.core")
     assert str(core.name) == "optnet:ulx3s_ring4:n2:0"
     flags = {"target": "lint", "is_toplevel": True, "tool": "verilator"}
-    assert [f["name"] for f in core.get_files(flags)] == ["rtl/n2.v", "stubs/primitives.v"]
-    assert core.get_toplevel(flags) == "n2"
-    for f in core.get_files({"target": "default", "is_toplevel": True}):
-        assert (ring_build / "nodes/n2" / f["name"]).is_file()
+    assert [f["name"] for f in core.get_files(flags)] == [
+        "rtl/n2.v", "rtl/n2_top.v", "stubs/board_primitives.v", "stubs/primitives.v"]
+    assert core.get_toplevel(flags) == "n2_top"
+    synth = {"target": "synth", "is_toplevel": True, "tool": "trellis"}
+    assert [(f["name"], f["file_type"]) for f in core.get_files(synth)] == [
+        ("rtl/n2.v", "verilogSource"), ("rtl/n2_top.v", "verilogSource"),
+        ("constraints/n2.lpf", "LPF")]
+    assert core.get_tool_options(synth)["nextpnr_options"] == [
+        "--85k", "--package", "CABGA381", "--speed", "6"]
+    for target in ("default", "lint", "synth"):
+        for f in core.get_files({"target": target, "is_toplevel": True}):
+            assert (ring_build / "nodes/n2" / f["name"]).is_file()
 
 
 def test_rebuild_keeps_unchanged_files_and_their_mtimes(ring_build, tmp_path):

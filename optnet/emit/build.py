@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from optnet import __version__
+from optnet.emit.constraints import constraint_files
 from optnet.emit.drawing import topology_svg
 from optnet.emit.env import render_template
-from optnet.emit.roles import retarget
+from optnet.emit.projects import ecp5_device, project_files
+from optnet.emit.roles import retarget, retarget_top
 from optnet.plan import NodePlan
 from optnet.routing.export import route_json
 from optnet.routing.metrics import compute_metrics
@@ -69,7 +71,7 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
         Relative path (``/``-separated) to contents, ``manifest.json`` included.
     """
     boards = {n.board.name: n.board for n in routed.cluster.nodes}
-    lowered = _lower_roles(plans, jobs, progress)
+    lowered = _lower_roles(plans, boards, jobs, progress)
     files: dict[str, str] = {}
     for i, p in enumerate(plans):
         rep, rep_files = lowered[p.role()]
@@ -83,29 +85,32 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
     return data
 
 
-def _lower(plan: NodePlan) -> dict[str, str]:
-    # In a worker process: the Verilog and stubs of one node (importing Amaranth there).
+def _lower(job: tuple[NodePlan, BoardDesc]) -> dict[str, str]:
+    # In a worker process: the Verilog and stubs of one node and its board top.
+    from optnet.emit.board import board_top_files
     from optnet.emit.hdl import node_files
-    return node_files(plan)
+    plan, board = job
+    return node_files(plan) | board_top_files(plan, board)
 
 
-def _lower_roles(plans: Sequence[NodePlan], jobs: int,
+def _lower_roles(plans: Sequence[NodePlan], boards: Mapping[str, BoardDesc], jobs: int,
                  progress: Progress) -> dict[tuple, tuple[NodePlan, dict[str, str]]]:
     """The first node of each role and its files, by role."""
     reps: dict[tuple, NodePlan] = {}
     for p in plans:
         reps.setdefault(p.role(), p)
     order = list(reps.values())
+    work = [(rep, boards[rep.board]) for rep in order]
     done: dict[tuple, tuple[NodePlan, dict[str, str]]] = {}
     if jobs > 1 and len(order) > 1:
         with ProcessPoolExecutor(max_workers=min(jobs, len(order))) as pool:
-            for i, (rep, files) in enumerate(zip(order, pool.map(_lower, order), strict=True)):
+            for i, (rep, files) in enumerate(zip(order, pool.map(_lower, work), strict=True)):
                 done[rep.role()] = (rep, files)
                 progress("lower", i + 1, len(order), rep.node)
     else:
-        for i, rep in enumerate(order):
-            done[rep.role()] = (rep, _lower(rep))
-            progress("lower", i + 1, len(order), rep.node)
+        for i, job in enumerate(work):
+            done[job[0].role()] = (job[0], _lower(job))
+            progress("lower", i + 1, len(order), job[0].node)
     return done
 
 
@@ -114,21 +119,55 @@ def _node_files(plan: NodePlan, rep: NodePlan, rep_files: Mapping[str, str],
     """Every file of one node's folder, relative to it."""
     files = {rel: text for rel, text in rep_files.items() if rel.startswith("stubs/")}
     files[f"rtl/{plan.node}.v"] = retarget(rep_files[f"rtl/{rep.node}.v"], rep, plan)
+    files[f"rtl/{plan.node}_top.v"] = retarget_top(rep_files[f"rtl/{rep.node}_top.v"], rep,
+                                                   plan)
+    files.update(constraint_files(plan, board))
     table = plan.table
     unicast, multicast = render_hex(table)
     files["tables/routes.json"] = json.dumps(to_json(table), indent=2) + "\n"
     files["tables/routes.hex"] = unicast
     files["tables/mcast.hex"] = multicast
     files["tables/routes.h"] = render_c_header(table)
+    files.update(project_files(plan, board, sorted(files)))
     names = [*sorted(files), f"{plan.node}.core", "README.md"]
     files[f"{plan.node}.core"] = render_template(
         "fusesoc/node.core.j2", plan=plan, board=board, files=sorted(files),
-        version=__version__, cluster=cluster)
+        version=__version__, cluster=cluster, tool=_fusesoc_tool(plan, board),
+        constraints=[(f, _CONSTRAINT_TYPES[f.rsplit(".", 1)[1]])
+                     for f in sorted(files) if f.startswith("constraints/")])
     files["README.md"] = render_template(
         "docs/node_readme.md.j2", plan=plan, board=board, files=names, cluster=cluster,
         endpoints=list(zip(plan.endpoint_names, plan.endpoints, strict=True)),
         rate=_rate, clock=_clock)
     return files
+
+
+#: FuseSoC (CAPI2) file types of constraint files, by extension.
+_CONSTRAINT_TYPES = {"xdc": "xdc", "ucf": "UCF", "qsf": "tclSource", "sdc": "SDC",
+                     "lpf": "LPF"}
+
+
+@dataclass(frozen=True)
+class FusesocTool:
+    """The edalize tool of a node's ``synth`` target and its options."""
+
+    name: str
+    options: tuple[tuple[str, str], ...]
+
+
+def _fusesoc_tool(plan: NodePlan, board: BoardDesc) -> FusesocTool | None:
+    """The edalize back end for ``board`` (None where edalize has none: Virtex-5 needs
+    ISE, which this core leaves to ``ise.tcl``)."""
+    if board.vendor == "xilinx" and board.family != "virtex5":
+        return FusesocTool("vivado", (("part", board.part),))
+    if board.vendor == "intel":
+        return FusesocTool("quartus", (("family", '"Stratix 10"'), ("device", board.part)))
+    if board.vendor == "lattice" and board.family == "ecp5":
+        dev = ecp5_device(board.part)
+        return FusesocTool("trellis", (
+            ("nextpnr_options", f"[--{dev.device}, --package, {dev.package}, "
+                                f"--speed, '{dev.speed}']"),))
+    return None
 
 
 def _rate(bits_per_second: float) -> str:

@@ -24,7 +24,7 @@ import re
 from optnet.hw.router import route_table
 from optnet.plan import NodePlan
 
-__all__ = ["RoleError", "retarget"]
+__all__ = ["RoleError", "retarget", "retarget_top"]
 
 
 class RoleError(Exception):
@@ -46,13 +46,42 @@ def retarget(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
         raise ValueError(f"nodes {rep.node!r} and {plan.node!r} are of different roles")
     if plan is rep or plan == rep:
         return verilog
-    text = re.sub(rf"^module {re.escape(rep.node)}\(", f"module {plan.node}(", verilog,
-                  count=1, flags=re.M)
-    text = text.replace(f"\\{rep.node}.", f"\\{plan.node}.")
+    text = _rename(verilog, rep.node, plan.node)
     memories = {"node_id_rom": [plan.node_id]}
     memories.update((f"table{port}", route_table(plan.router, port))
                     for port in range(plan.router.ports))
     return _initialise(text, memories)
+
+
+def retarget_top(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
+    """The board top of ``plan``'s node (:func:`optnet.emit.board.board_top_files`) from
+    that of ``rep``'s node of the same role: the top holds no tables or ids, only the two
+    module names (its own and the network's it instantiates as ``net``).
+
+    Raises
+    ------
+    ValueError, RoleError
+        As :func:`retarget`.
+    """
+    if rep.role() != plan.role():
+        raise ValueError(f"nodes {rep.node!r} and {plan.node!r} are of different roles")
+    text = _rename(verilog, f"{rep.node}_top", f"{plan.node}_top")
+    text, count = re.subn(rf"^  {re.escape(rep.node)} net \(", f"  {plan.node} net (", text,
+                          flags=re.M)
+    if count != 1:
+        raise RoleError(f"the board top instantiates network module {rep.node!r} {count} "
+                        "times (expected once)")
+    return text
+
+
+def _rename(verilog: str, old: str, new: str) -> str:
+    # The top module is ``old``; its submodules are escaped identifiers ``\old.<path>``.
+    text, count = re.subn(rf"^module {re.escape(old)}\(", f"module {new}(", verilog,
+                          flags=re.M)
+    if count != 1:
+        raise RoleError(f"module {old!r} is defined {count} times in the Verilog (expected "
+                        "once)")
+    return text.replace(f"\\{old}.", f"\\{new}.")
 
 
 # An initial block of a memory: ``name[i] = W'hXX;`` per word, the name escaped if it needs
