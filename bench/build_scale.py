@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Median wall time and peak memory of ``optnet build`` (without bitstreams) at scale.
 
-Usage: python bench/build_scale.py [--runs N] [--jobs J] [--keep DIR]
+Usage: python bench/build_scale.py [--runs N] [--jobs J] [--keep DIR] [--only NAME]
 
 Two clusters, written to a temporary folder and built in a fresh process each run (so the
 figure includes start-up, as a user sees it), from an empty output directory:
@@ -94,6 +94,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="keep the clusters and builds here")
+    parser.add_argument("--only", choices=sorted(CLUSTERS), help="build only this cluster")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="optnet-build-scale-"))
     (folder / "boards").mkdir(parents=True, exist_ok=True)
@@ -105,6 +106,8 @@ def main() -> None:
           f"{'peak MiB':>9} {'exit':>5}")
     try:
         for name, text in CLUSTERS.items():
+            if args.only and name != args.only:
+                continue
             cluster = folder / f"{name}.yaml"
             cluster.write_text(text)
             runs = [build_once(cluster, folder / f"out_{name}", args.jobs)
