@@ -103,7 +103,7 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def _routed_or_exit(file: str):
+def _lint_or_exit(file: str):
     """Lint and route FILE; print its findings and exit 2 (unreadable) or 1 (errors, or not
     routable) unless it routed cleanly. Returns the LintResult (``routed`` is set)."""
     try:
@@ -132,7 +132,7 @@ def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str 
 
     Exit status 0 when routed and proven, 1 with any error finding, 2 when unreadable.
     """
-    routed = _routed_or_exit(file).routed
+    routed = _lint_or_exit(file).routed
     metrics = compute_metrics(routed)
     node_tabs = node_tables(routed) if tables or emit_dir else []
     if emit_dir:
@@ -163,7 +163,7 @@ def hdl(file: str, output: str, nodes: str | None, one_per_role: bool) -> None:
     """
     from optnet.emit import hdl as emit_hdl
 
-    plans = _plans_or_exit(_routed_or_exit(file).routed, file, nodes)
+    plans = _plans_or_exit(_lint_or_exit(file).routed, file, nodes)
     if one_per_role:
         plans = emit_hdl.one_per_role(plans)
     for p in plans:
@@ -218,7 +218,7 @@ def build(file: str, output: str, jobs: int, nodes: str | None) -> None:
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     with err.status("lint and route"):
-        result = _routed_or_exit(file)
+        result = _lint_or_exit(file)
     plans = _plans_or_exit(result.routed, file, nodes)
     columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[item]}"))

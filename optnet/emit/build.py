@@ -15,6 +15,7 @@ stages after routing and planning are:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +29,7 @@ from optnet.emit.drawing import topology_svg
 from optnet.emit.env import render_template
 from optnet.emit.projects import ecp5_device, project_files
 from optnet.emit.roles import retarget, retarget_top
+from optnet.emit.writer import MANIFEST
 from optnet.plan import NodePlan
 from optnet.routing.export import route_json
 from optnet.routing.metrics import compute_metrics
@@ -68,7 +70,8 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
     Returns
     -------
     dict of str to bytes
-        Relative path (``/``-separated) to contents, ``manifest.json`` included.
+        Relative path (``/``-separated) to contents, :data:`~optnet.emit.writer.MANIFEST`
+        included.
     """
     boards = {n.board.name: n.board for n in routed.cluster.nodes}
     lowered = _lower_roles(plans, boards, jobs, progress)
@@ -81,7 +84,7 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
         progress("emit", i + 1, len(plans), p.node)
     files.update(_cluster_files(routed, plans))
     data = {rel: text.encode("utf-8") for rel, text in files.items()}
-    data["manifest.json"] = _manifest(routed, data, inputs, boards).encode("utf-8")
+    data[MANIFEST] = _manifest(routed, data, inputs, boards).encode("utf-8")
     return data
 
 
@@ -99,18 +102,15 @@ def _lower_roles(plans: Sequence[NodePlan], boards: Mapping[str, BoardDesc], job
     reps: dict[tuple, NodePlan] = {}
     for p in plans:
         reps.setdefault(p.role(), p)
-    order = list(reps.values())
-    work = [(rep, boards[rep.board]) for rep in order]
+    work = [(rep, boards[rep.board]) for rep in reps.values()]
+    parallel = jobs > 1 and len(work) > 1
     done: dict[tuple, tuple[NodePlan, dict[str, str]]] = {}
-    if jobs > 1 and len(order) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(order))) as pool:
-            for i, (rep, files) in enumerate(zip(order, pool.map(_lower, work), strict=True)):
-                done[rep.role()] = (rep, files)
-                progress("lower", i + 1, len(order), rep.node)
-    else:
-        for i, job in enumerate(work):
-            done[job[0].role()] = (job[0], _lower(job))
-            progress("lower", i + 1, len(order), job[0].node)
+    with (ProcessPoolExecutor(max_workers=min(jobs, len(work))) if parallel
+          else contextlib.nullcontext()) as pool:
+        lowered = pool.map(_lower, work) if parallel else map(_lower, work)
+        for i, ((rep, _), files) in enumerate(zip(work, lowered, strict=True)):
+            done[rep.role()] = (rep, files)
+            progress("lower", i + 1, len(work), rep.node)
     return done
 
 

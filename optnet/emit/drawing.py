@@ -41,8 +41,8 @@ def topology_svg(cluster: Cluster) -> str:
     pos, boxes = _place(cluster)
     xs = [x for x, _ in pos.values()] + [b.x + b.w for b in boxes]
     ys = [y for _, y in pos.values()] + [b.y + b.h for b in boxes]
-    width = (max(xs, default=0) + _MARGIN)
-    height = (max(ys, default=0) + _MARGIN)
+    width = max(xs, default=0) + _MARGIN
+    height = max(ys, default=0) + _MARGIN
     pairs = Counter(tuple(sorted((link.a.node, link.b.node))) for link in cluster.links)
     lines = [(_r(pos[a][0]), _r(pos[a][1]), _r(pos[b][0]), _r(pos[b][1]), count)
              for (a, b), count in sorted(pairs.items())]

@@ -42,9 +42,8 @@ def retarget(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
     RoleError
         If a memory to rewrite is missing or ambiguous in ``verilog``.
     """
-    if rep.role() != plan.role():
-        raise ValueError(f"nodes {rep.node!r} and {plan.node!r} are of different roles")
-    if plan is rep or plan == rep:
+    _check_role(rep, plan)
+    if plan == rep:
         return verilog
     text = _rename(verilog, rep.node, plan.node)
     memories = {"node_id_rom": [plan.node_id]}
@@ -63,8 +62,7 @@ def retarget_top(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
     ValueError, RoleError
         As :func:`retarget`.
     """
-    if rep.role() != plan.role():
-        raise ValueError(f"nodes {rep.node!r} and {plan.node!r} are of different roles")
+    _check_role(rep, plan)
     text = _rename(verilog, f"{rep.node}_top", f"{plan.node}_top")
     text, count = re.subn(rf"^  {re.escape(rep.node)} net \(", f"  {plan.node} net (", text,
                           flags=re.M)
@@ -72,6 +70,11 @@ def retarget_top(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
         raise RoleError(f"the board top instantiates network module {rep.node!r} {count} "
                         "times (expected once)")
     return text
+
+
+def _check_role(rep: NodePlan, plan: NodePlan) -> None:
+    if rep.role() != plan.role():
+        raise ValueError(f"nodes {rep.node!r} and {plan.node!r} are of different roles")
 
 
 def _rename(verilog: str, old: str, new: str) -> str:
