@@ -24,10 +24,15 @@ from optnet.routing.route import Routed
 from optnet.routing.tables import NodeTable, node_tables
 from optnet.spec.models import EndpointDesc
 
-__all__ = ["HW_PHYS", "NodePlan", "PlanError", "PortPlan", "plan"]
+__all__ = ["BLOCK_TABLE_FAMILIES", "HW_PHYS", "NodePlan", "PlanError", "PortPlan", "plan"]
 
 #: PHYs the hardware generator has an adapter for.
 HW_PHYS = ("aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "lvds")
+
+#: Families whose routers keep their tables (and the node id) in block RAM, so that the
+#: open flow places and routes a role once and patches each node's tables into its
+#: bitstream (:mod:`optnet.emit.bitstream`).
+BLOCK_TABLE_FAMILIES = ("ecp5",)
 
 #: Header bits reserved for the header's argument (credit grants).
 _ARG_BITS = 16
@@ -109,7 +114,7 @@ class NodePlan:
         """Everything but the tables and names: nodes with equal roles have identical
         hardware apart from table contents and the node id."""
         return (self.board, self.fmt, dataclasses.replace(
-            self.router, unicast=(), multicast=()), tuple(
+            self.router, unicast=(), multicast=(), node_id=0), tuple(
             (p.port, p.board_port, p.lanes, p.phy, p.line_rate, p.link) for p in self.ports),
             tuple(dataclasses.replace(e, node_id=0) for e in self.endpoints))
 
@@ -178,7 +183,8 @@ def plan(routed: Routed) -> list[NodePlan]:
             fmt, len(table.ports), depth,
             (2 * max_packet,) + (depth,) * (len(table.ports) - 1),
             tuple(table.unicast_words()), tuple(table.multicast_words()),
-            allocator=net.router.allocator, priorities=net.priorities)
+            allocator=net.router.allocator, priorities=net.priorities,
+            block_tables=node.board.family in BLOCK_TABLE_FAMILIES, node_id=node.id)
         endpoints = tuple(EndpointConfig(
             fmt, node.id, i, ep.width, max_packet, managed=ep.managed,
             buffer=int(ep.buffer.value) if ep.buffer is not None else 64,

@@ -51,9 +51,11 @@ def _packets(rng, count, src_port):
     return out
 
 
-def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20000):
+def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20000,
+               block_tables=False):
     uni, multi, ref = _table(seed)
-    config = RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, multi, allocator=allocator)
+    config = RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, multi, allocator=allocator,
+                          block_tables=block_tables, node_id=5)
     dut = Router(config)
     rng = random.Random(seed)
     # Some packets' entries name the link they arrive on: the router drops that branch.
@@ -115,6 +117,8 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
                 if idle and all(credits[k] == DEPTH for k in credits):
                     break
         result["dropped"] = ctx.get(dut.dropped)
+        if block_tables:
+            result["node_id"] = ctx.get(dut.node_id)
         result["credits"] = credits
 
     sim.add_testbench(bench)
@@ -142,10 +146,11 @@ def _packets_of(flits):
     return packets
 
 
-@pytest.mark.parametrize("allocator", ["round_robin", "islip"])
-@pytest.mark.parametrize("seed", [1, 2])
-def test_router_matches_reference(allocator, seed):
-    traffic, ref, received, result = run_router(allocator, seed)
+@pytest.mark.parametrize(("allocator", "seed", "block_tables"), [
+    ("round_robin", 1, False), ("round_robin", 2, False), ("islip", 1, False),
+    ("islip", 2, False), ("round_robin", 3, True), ("islip", 4, True)])
+def test_router_matches_reference(allocator, seed, block_tables):
+    traffic, ref, received, result = run_router(allocator, seed, block_tables=block_tables)
     # Reference: each packet goes to exactly the (port, vc) pairs of its table entry, whole,
     # and packets from one input VC to one output VC keep their order.
     expected = defaultdict(list)
@@ -171,6 +176,7 @@ def test_router_matches_reference(allocator, seed):
     assert len(_packets_of(result["local"])) == sum(len(got.get((0, v), [])) for v in range(2))
     assert result["dropped"] == drops
     assert all(c == DEPTH for c in result["credits"].values()), "credits not all returned"
+    assert result.get("node_id", 5) == 5
 
 
 def _flood(allocator, cycles, levels=1, prio=None):
@@ -233,9 +239,12 @@ def test_priority_wins_switch_allocation():
     assert len(times[1]) > len(times[0]) + len(times[2])
 
 
-def test_zero_load_latency_is_three_cycles():
+@pytest.mark.parametrize(("block_tables", "hop"), [(False, 3), (True, 4)])
+def test_zero_load_latency(block_tables, hop):
+    """Three cycles per hop, four with the tables in block RAM (a synchronous read)."""
     uni = tuple((1 << 3 | 1 << 2 | 2) if d == 2 else 0 for d in range(8))
-    dut = Router(RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, (0,) * 8))
+    dut = Router(RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, (0,) * 8,
+                              block_tables=block_tables))
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     seen = []
@@ -257,4 +266,4 @@ def test_zero_load_latency_is_three_cycles():
 
     sim.add_testbench(bench)
     sim.run()
-    assert seen == [(3, words[0], 1), (4, 5, 1), (5, 6, 1)]
+    assert seen == [(hop, words[0], 1), (hop + 1, 5, 1), (hop + 2, 6, 1)]

@@ -714,6 +714,11 @@ class Ecp5Device:
     package: str
     speed: int
 
+    @property
+    def args(self) -> tuple[str, ...]:
+        """The nextpnr-ecp5 options selecting this device."""
+        return (f"--{self.device}", "--package", self.package, "--speed", str(self.speed))
+
 
 _ECP5_PART = re.compile(
     r"^LFE5(?P<kind>U|UM|UM5G)-(?P<size>12|25|45|85)F-(?P<speed>[678])"
@@ -841,7 +846,7 @@ def _makefile(plan: NodePlan, board: BoardDesc, files: Sequence[str]) -> dict[st
     dev = ecp5_device(board.part)
     text = render_template(
         "lattice/Makefile.j2", node=plan.node, board=board.name, part=board.part, top=top,
-        rtl=rtl, lpf=lpf, device=dev, freq=_decimal(Fraction(plan.clock_hz) / 10**6, 6))
+        rtl=rtl, lpf=lpf, device=dev, nextpnr=dev.args, freq=_decimal(Fraction(plan.clock_hz) / 10**6, 6))
     return {"Makefile": text}
 
 

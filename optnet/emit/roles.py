@@ -9,7 +9,7 @@ three things, all of which the generated Verilog keeps in recognisable places:
 - the module names: the top module is the node's name, and every submodule is an escaped
   identifier ``\\<node>.<path>``;
 - the node id, a one-word ROM ``node_id_rom`` in the top module (see
-  :class:`optnet.hw.top.NodeTop`);
+  :class:`optnet.hw.top.NodeTop`), or with block RAM tables the last word of ``table0``;
 - the routers' tables ``table<p>`` (:func:`optnet.hw.router.route_table`).
 
 Each memory is rewritten through its ``initial`` block, which must be found exactly once
@@ -46,9 +46,10 @@ def retarget(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
     if plan == rep:
         return verilog
     text = _rename(verilog, rep.node, plan.node)
-    memories = {"node_id_rom": [plan.node_id]}
-    memories.update((f"table{port}", route_table(plan.router, port))
-                    for port in range(plan.router.ports))
+    memories = {f"table{port}": route_table(plan.router, port)
+                for port in range(plan.router.ports)}
+    if not plan.router.block_tables:
+        memories["node_id_rom"] = [plan.node_id]
     return _initialise(text, memories)
 
 

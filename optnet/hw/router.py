@@ -10,6 +10,8 @@ Pipeline (zero load, cycles after a head flit is presented on an input)::
     3  flit valid on the output
 
 so a head flit takes three cycles per hop and every following flit one more cycle each.
+With ``block_tables`` (see below) the lookup is a block RAM read, so the flit is registered
+while its route is read and written to its buffer a cycle later: four cycles per hop.
 Allocation and traversal are separate stages so that no combinational path runs from the
 allocators through the crossbar (the router reaches its clock on slow fabrics too).
 
@@ -40,6 +42,17 @@ multicast table maps a multicast group (the source's id) to a port mask and a VC
 A head flit whose destination has no valid entry, or whose entry sends it back out of the
 link it came in on (no U-turns on links), is dropped with its packet and counted in
 ``dropped``. The local port may send a packet back to itself (a node's packets to itself).
+
+Tables in block RAM
+-------------------
+By default the tables are memories with an asynchronous read (LUT RAM), so the lookup
+costs no cycle. With :attr:`RouterConfig.block_tables` each table is a block RAM of at
+least 512 words read synchronously, and the last word of input 0's table holds the node
+id, read through the RAM's second port onto :attr:`Router.node_id`. Then everything that
+differs between two nodes of one role (their tables and their id) sits in block RAM, whose
+contents can be replaced in a placed and routed bitstream: one place and route serves every
+node of the role (:mod:`optnet.emit.bitstream`). 512 words is the depth ECP5's ``ecpbram``
+matches contents in; the words beyond the tables are zero (no route).
 """
 
 from __future__ import annotations
@@ -79,6 +92,12 @@ class RouterConfig:
         ``round_robin`` (separable, input first) or ``islip`` (one iteration).
     priorities : int
         Priority levels honoured by switch allocation.
+    block_tables : bool
+        Tables in block RAM with a synchronous read, a cycle more per hop (see the module
+        docstring).
+    node_id : int
+        With ``block_tables``, the id :attr:`Router.node_id` gives (the last word of
+        ``table0``); unused otherwise.
     """
 
     fmt: FlitFormat
@@ -89,6 +108,8 @@ class RouterConfig:
     multicast: tuple[int, ...]
     allocator: str = "round_robin"
     priorities: int = 1
+    block_tables: bool = False
+    node_id: int = 0
 
     def __post_init__(self):
         if len(self.credits) != self.ports:
@@ -105,7 +126,16 @@ class RouterConfig:
 
     @property
     def table_depth(self) -> int:
+        """Entries per kind (unicast, multicast): one per id."""
         return 1 << self.fmt.id_bits
+
+    @property
+    def table_words(self) -> int:
+        """Words of each table memory: both kinds, and with ``block_tables`` the id word,
+        rounded up to whole 512-word blocks."""
+        if not self.block_tables:
+            return 2 * self.table_depth
+        return -(-(2 * self.table_depth + 1) // 512) * 512
 
 
 class Router(wiring.Component):
@@ -124,18 +154,24 @@ class Router(wiring.Component):
     dropped : Out(16)
         Packets dropped because their destination had no valid table entry (saturates). An
         unroutable head waits up to ``P * V`` cycles for its turn to be dropped.
+    node_id : Out(id_bits)
+        Only with ``block_tables``: the node id held in ``table0``, valid from the second
+        cycle after reset.
     """
 
     def __init__(self, config: RouterConfig):
         self.config = config
         f, p, v = config.fmt, config.ports, config.fmt.vcs
-        super().__init__({
+        members = {
             "inp": In(stream.Signature(f.flit, always_ready=True)).array(p),
             "cred_out": Out(v).array(p),
             "out": Out(stream.Signature(f.flit)).array(p),
             "cred_in": In(v).array(p),
             "dropped": Out(16),
-        })
+        }
+        if config.block_tables:
+            members["node_id"] = Out(f.id_bits)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -182,21 +218,23 @@ class Router(wiring.Component):
         bufs, fronts, valid, states, prios, cur_vcs = [], {}, {}, {}, {}, {}
         for p in range(P):
             inp = self.inp[p]
-            header = data.View(f.header, inp.payload.data[:f.header_bits])
-            # One table per input, in the form the buffers keep (see ``_route_words``).
-            m.submodules[f"table{p}"] = table = memory.Memory(
-                shape=ctrl, depth=2 * cfg.table_depth, init=_route_words(cfg, p))
-            lookup = table.read_port(domain="comb")
-            m.d.comb += lookup.addr.eq(Cat(header.dst, header.mcast))
+            arriving = data.View(f.header, inp.payload.data[:f.header_bits])
+            lookup = self._table(m, p, Cat(arriving.dst, arriving.mcast))
+            if cfg.block_tables:
+                # The route appears a cycle after the address: so does the flit.
+                flit, flit_valid = Signal.like(inp.payload), Signal()
+                m.d.sync += [flit.eq(inp.payload), flit_valid.eq(inp.valid)]
+            else:
+                flit, flit_valid = inp.payload, inp.valid
+            header = data.View(f.header, flit.data[:f.header_bits])
             m.submodules[f"buf{p}"] = buf = InputBuffer(
                 f.flit, ctrl, V, cfg.depth, derived={"multi": lambda c: _several(c.route.mask)})
             bufs.append(buf)
-            m.d.comb += [buf.w_ctrl.route.eq(lookup.data.route),
-                         buf.w_ctrl.multi.eq(lookup.data.multi)]
+            m.d.comb += [buf.w_ctrl.route.eq(lookup.route), buf.w_ctrl.multi.eq(lookup.multi)]
             m.d.comb += [
-                buf.w_flit.eq(inp.payload),
-                buf.w_ctrl.head.eq(inp.payload.head), buf.w_ctrl.tail.eq(inp.payload.tail),
-                buf.w_en.eq(Cat(inp.valid & (inp.payload.vc == v) for v in range(V))),
+                buf.w_flit.eq(flit),
+                buf.w_ctrl.head.eq(flit.head), buf.w_ctrl.tail.eq(flit.tail),
+                buf.w_en.eq(Cat(flit_valid & (flit.vc == v) for v in range(V))),
             ]
             if levels > 1:
                 m.d.comb += buf.w_ctrl.prio.eq(header.prio)
@@ -348,6 +386,24 @@ class Router(wiring.Component):
         with m.If(Cat(drops).any() & ~dropped.all()):
             m.d.sync += dropped.eq(dropped + 1)
         return m
+
+    def _table(self, m, p, address):
+        """Input ``p``'s route table, looked up at ``address``: the entry (a view of
+        :func:`_table_layout`) in the same cycle, or with ``block_tables`` in the next."""
+        cfg = self.config
+        layout = _table_layout(cfg)
+        width = max(layout.size, cfg.fmt.id_bits) if cfg.block_tables else layout.size
+        attrs = {"ram_style": "block"} if cfg.block_tables else None
+        m.submodules[f"table{p}"] = table = memory.Memory(
+            shape=width, depth=cfg.table_words, init=route_table(cfg, p), attrs=attrs)
+        lookup = table.read_port(domain="sync" if cfg.block_tables else "comb")
+        m.d.comb += lookup.addr.eq(address)
+        if cfg.block_tables and p == 0:
+            # The RAM's second port reads the id word, constantly.
+            id_port = table.read_port()
+            m.d.comb += [id_port.addr.eq(cfg.table_words - 1),
+                         self.node_id.eq(id_port.data[:cfg.fmt.id_bits])]
+        return data.View(layout, lookup.data[:layout.size])
 
     def _switch_allocate(self, m, P, V, levels, want, prio_of, in_ok):
         """Returns ``chosen[p][v]`` (the VC input ``p`` sends from) and ``grant[q][p]``; an
@@ -547,42 +603,44 @@ class _VcState:
 
 
 def _control_layout(cfg: RouterConfig) -> data.StructLayout:
-    """What the input buffers keep per flit besides its data, and what a table entry holds.
+    """What the input buffers keep per flit besides its data: the table entry, head and tail.
 
     ``multi`` (several branches) is derived from the mask rather than stored, and ``prio``
     is kept only when allocation honours it: each bit less in the queue memories counts
     (LUT RAM primitives come 6 bits wide).
     """
-    P, vb = cfg.ports, cfg.fmt.vc_bits
-    fields = {"head": 1, "tail": 1, "multi": 1,
-              "route": data.StructLayout({"mask": P, "vcs": P * vb})}
+    fields = {"head": 1, "tail": 1, **_table_layout(cfg).members}
     if cfg.priorities > 1:
         fields["prio"] = cfg.fmt.prio_bits
     return data.StructLayout(fields)
 
 
+def _table_layout(cfg: RouterConfig) -> data.StructLayout:
+    """A table entry: the output ports (``mask``), the VC on each (``vcs``, ``vb`` bits
+    per port) and whether there are several (``multi``, kept so the lookup needs no
+    popcount)."""
+    P, vb = cfg.ports, cfg.fmt.vc_bits
+    return data.StructLayout({"multi": 1, "route": data.StructLayout({"mask": P, "vcs": P * vb})})
+
+
 def route_table(cfg: RouterConfig, port: int) -> list[int]:
-    """The contents of input ``port``'s route table (memory ``table<port>``) as the integers
-    its Verilog initialises each word with; see :func:`_route_words` for their meaning."""
-    ctrl = _control_layout(cfg)
-    route = ctrl["route"].shape
+    """The contents of input ``port``'s route table (memory ``table<port>``), one integer
+    per word as its Verilog initialises it, indexed by ``mcast << id_bits | dst``.
+
+    The unicast entries come first, then the multicast ones, each a
+    :func:`_table_layout` value; unicast entries come decoded to a one-bit mask, so one
+    lookup serves both kinds. A link ``port`` is left out of every mask (no U-turns on
+    links), so an entry naming it, like an invalid one, has an empty mask and its packets
+    are dropped. With ``block_tables`` zero words follow up to :attr:`RouterConfig.
+    table_words`, the last of which holds the node id in ``table0``.
+    """
+    P, pb, vb = cfg.ports, cfg.port_bits, cfg.fmt.vc_bits
+    layout = _table_layout(cfg)
     # Packed by hand from the layout's offsets: Layout.const is too slow for thousands of
     # nodes with hundreds of entries each.
-    multi = ctrl["multi"].offset
-    mask = ctrl["route"].offset + route["mask"].offset
-    vcs = ctrl["route"].offset + route["vcs"].offset
-    return [w["multi"] << multi | w["route"]["mask"] << mask | w["route"]["vcs"] << vcs
-            for w in _route_words(cfg, port)]
-
-
-def _route_words(cfg: RouterConfig, port: int) -> list[dict]:
-    """Initial contents of input ``port``'s route table, as values of the router's control
-    layout (``multi`` and ``route``; the other fields zero), indexed by
-    ``mcast << id_bits | dst``: the unicast entries, then the multicast ones. Unicast
-    entries come decoded to a one-bit mask, so one lookup serves both kinds. A link
-    ``port`` is left out of every mask (no U-turns on links), so an entry naming it, like an
-    invalid one, has an empty mask and its packets are dropped."""
-    P, pb, vb = cfg.ports, cfg.port_bits, cfg.fmt.vc_bits
+    mask_at = layout["route"].offset + layout["route"].shape["mask"].offset
+    vcs_at = layout["route"].offset + layout["route"].shape["vcs"].offset
+    multi_at = layout["multi"].offset
     keep = ((1 << P) - 1) ^ (1 << port if port else 0)
     routes = []
     for word in cfg.unicast:
@@ -590,8 +648,12 @@ def _route_words(cfg: RouterConfig, port: int) -> list[dict]:
         valid = word >> (pb + vb) & 1 and out < P
         routes.append((1 << out if valid else 0, sum(vc << (q * vb) for q in range(P))))
     routes += [(word & ((1 << P) - 1), word >> P) for word in cfg.multicast]
-    return [{"multi": (mask & keep).bit_count() > 1, "route": {"mask": mask & keep, "vcs": vcs}}
-            for mask, vcs in routes]
+    words = [((mask & keep).bit_count() > 1) << multi_at | (mask & keep) << mask_at
+             | vcs << vcs_at for mask, vcs in routes]
+    if cfg.block_tables:
+        words += [0] * (cfg.table_words - len(words))
+        words[-1] = cfg.node_id if port == 0 else 0
+    return words
 
 
 def _several(mask):

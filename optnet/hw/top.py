@@ -83,13 +83,16 @@ class NodeTop(wiring.Component):
         m.submodules.hub = hub = LocalHub(plan.fmt, len(plan.endpoints), plan.router.depth)
         wiring.connect(m, router.out[0], hub.from_router)
         wiring.connect(m, hub.to_router, router.inp[0])
-        # The node id sits in a one-word ROM rather than in logic: a constant would be
-        # folded into the endpoints, whereas a memory's contents appear once, in its own
-        # initial block, which optnet.emit.roles rewrites to turn one node's Verilog into
-        # another's of the same role (synthesis folds the ROM back into a constant).
-        m.submodules.node_id_rom = id_rom = memory.Memory(
-            shape=plan.fmt.id_bits, depth=1, init=[plan.node_id])
-        node_id = id_rom.read_port(domain="comb").data
+        if plan.router.block_tables:
+            node_id = router.node_id
+        else:
+            # The node id sits in a one-word ROM rather than in logic: a constant would be
+            # folded into the endpoints, whereas a memory's contents appear once, in its own
+            # initial block, which optnet.emit.roles rewrites to turn one node's Verilog
+            # into another's of the same role (synthesis folds the ROM into a constant).
+            m.submodules.node_id_rom = id_rom = memory.Memory(
+                shape=plan.fmt.id_bits, depth=1, init=[plan.node_id])
+            node_id = id_rom.read_port(domain="comb").data
         m.d.comb += [hub.to_router_cred.eq(router.cred_out[0]),
                      router.cred_in[0].eq(hub.from_router_cred), self.dropped.eq(router.dropped)]
         for i, (name, cfg) in enumerate(zip(plan.endpoint_names, plan.endpoints, strict=True)):
