@@ -846,7 +846,8 @@ def _makefile(plan: NodePlan, board: BoardDesc, files: Sequence[str]) -> dict[st
     dev = ecp5_device(board.part)
     text = render_template(
         "lattice/Makefile.j2", node=plan.node, board=board.name, part=board.part, top=top,
-        rtl=rtl, lpf=lpf, device=dev, nextpnr=dev.args, freq=_decimal(Fraction(plan.clock_hz) / 10**6, 6))
+        rtl=rtl, lpf=lpf, device=dev, nextpnr=dev.args,
+        freq=_decimal(Fraction(plan.clock_hz) / 10**6, 6))
     return {"Makefile": text}
 
 
