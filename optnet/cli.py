@@ -200,18 +200,27 @@ def _plans_or_exit(routed, file: str, nodes: str | None):
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Worker processes for lowering the nodes' hardware.")
 @click.option("--nodes", help="Comma-separated node names to build (default: every node).")
-def build(file: str, output: str, jobs: int, nodes: str | None) -> None:
+@click.option("--bitstream", is_flag=True,
+              help="Also build bitstreams of the ECP5 nodes with Yosys and nextpnr-ecp5: "
+                   "each role placed and routed once, each node's tables patched in.")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=1, show_default=True,
+              help="nextpnr's placement seed (with --bitstream).")
+@click.option("--timing-allow-fail", is_flag=True,
+              help="Write bitstreams even if a clock misses its constraint (with --bitstream).")
+def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool, seed: int,
+          timing_allow_fail: bool) -> None:
     """Build FILE into OUTPUT: lint, route, plan, lower and emit every node's folder,
     the cabling plan, the drawing and the manifest (see docs/build.md).
 
     The new tree is written next to OUTPUT and swapped in only when complete, so a failed
     build leaves the previous one intact; files whose contents did not change keep their
     modification times. Exit status 0 when built, 1 when the cluster has errors or cannot
-    be built, 2 when unreadable or OUTPUT cannot be replaced.
+    be built (with --bitstream also: a tool failed or timing was not met), 2 when
+    unreadable or OUTPUT cannot be replaced.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from optnet.emit.build import build_files
+    from optnet.emit.build import BitstreamError, BitstreamOptions, build_files
     from optnet.emit.projects import ProjectError
     from optnet.emit.writer import OutputError, write_tree
     from optnet.hw.board import PllError
@@ -231,9 +240,10 @@ def build(file: str, output: str, jobs: int, nodes: str | None) -> None:
             bar.update(tasks[stage], completed=done, item=item)
 
         try:
-            files = build_files(result.routed, plans, result.sources, jobs=jobs,
-                                progress=progress)
-        except (ProjectError, PllError) as exc:
+            files = build_files(
+                result.routed, plans, result.sources, jobs=jobs, progress=progress,
+                bitstream=BitstreamOptions(seed, timing_allow_fail) if bitstream else None)
+        except (ProjectError, PllError, BitstreamError) as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_FINDINGS)
         try:

@@ -68,7 +68,7 @@ def test_cabling_plan_has_one_row_per_link(ring_build):
         ("n0.gpio_link0", "n1.gpio_link0"), ("n1.gpio_link1", "n2.gpio_link0"),
         ("n2.gpio_link1", "n3.gpio_link0"), ("n3.gpio_link1", "n0.gpio_link1")]
     assert {(r["from_lanes"], r["lanes"], r["length"], r["phy"], r["line_rate"],
-             r["from_connector"]) for r in rows} == {("0-1", "2", "30cm", "lvds", "400Mbps",
+             r["from_connector"]) for r in rows} == {("0-1", "2", "30cm", "lvds", "160Mbps",
                                                       "header")}
     md = (ring_build / "cabling.md").read_text()
     assert "| 3 | n3.gpio_link1 | 0-1 | header | n0.gpio_link1 |" in md
@@ -85,7 +85,7 @@ def test_topology_drawing_is_svg_with_every_node_and_link(ring_build):
 
 def test_node_readme_and_core(ring_build):
     readme = (ring_build / "nodes/n1/README.md").read_text()
-    assert "| 1 | gpio_link0 | 0, 1 | lvds | 400Mbps | n0.gpio_link0 |" in readme
+    assert "| 1 | gpio_link0 | 0, 1 | lvds | 160Mbps | n0.gpio_link0 |" in readme
     assert "| app | 32 | yes | `app_s_axis__*` | `app_m_axis__*` |" in readme
 
 

@@ -24,13 +24,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from optnet import __version__
+from optnet.emit.bitstream import (
+    BitstreamError,
+    PlacedRole,
+    bitstream_capable,
+    pack,
+    patch,
+    place_and_route,
+)
 from optnet.emit.constraints import constraint_files
 from optnet.emit.drawing import topology_svg
 from optnet.emit.env import render_template
 from optnet.emit.projects import ecp5_device, project_files
 from optnet.emit.roles import retarget, retarget_top
 from optnet.emit.writer import MANIFEST
-from optnet.plan import NodePlan
+from optnet.plan import BLOCK_TABLE_FAMILIES, NodePlan
 from optnet.routing.export import route_json
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.route import Routed
@@ -38,7 +46,8 @@ from optnet.routing.tables import render_c_header, render_hex, to_json
 from optnet.spec.models import BoardDesc
 from optnet.units import Dimension, Quantity, format_quantity
 
-__all__ = ["BUILD_FORMAT", "Progress", "build_files", "cabling_rows"]
+__all__ = ["BUILD_FORMAT", "BitstreamError", "BitstreamOptions", "Progress", "build_files",
+           "cabling_rows"]
 
 #: Version of the build tree's layout and of ``manifest.json``.
 BUILD_FORMAT = 1
@@ -52,7 +61,8 @@ def _silent(stage: str, done: int, total: int, item: str) -> None:
 
 
 def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, str], *,
-                jobs: int = 1, progress: Progress = _silent) -> dict[str, bytes]:
+                jobs: int = 1, progress: Progress = _silent,
+                bitstream: BitstreamOptions | None = None) -> dict[str, bytes]:
     """The build tree of ``routed`` for the nodes in ``plans`` (all of them or a subset).
 
     Parameters
@@ -64,14 +74,24 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
         Name and text of every input file (the cluster file and what it pulled in); their
         hashes go into the manifest.
     jobs : int
-        Worker processes for lowering.
+        Worker processes for lowering (and placing and routing).
     progress : Progress
+    bitstream : BitstreamOptions, optional
+        Also build the bitstreams of the nodes the open flow can build
+        (:mod:`optnet.emit.bitstream`); their timing goes into the report.
 
     Returns
     -------
     dict of str to bytes
         Relative path (``/``-separated) to contents, :data:`~optnet.emit.writer.MANIFEST`
         included.
+
+    Raises
+    ------
+    ProjectError, PllError
+        When a node's project or clocking cannot be generated.
+    BitstreamError
+        With ``bitstream``, as :func:`_bitstreams`.
     """
     boards = {n.board.name: n.board for n in routed.cluster.nodes}
     lowered = _lower_roles(plans, boards, jobs, progress)
@@ -82,10 +102,91 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
                                      routed.cluster.name).items():
             files[f"nodes/{p.node}/{rel}"] = text
         progress("emit", i + 1, len(plans), p.node)
-    files.update(_cluster_files(routed, plans))
-    data = {rel: text.encode("utf-8") for rel, text in files.items()}
+    data: dict[str, bytes] = {}
+    placed: list[tuple[PlacedRole, list[str]]] = []
+    if bitstream is not None:
+        placed = _bitstreams(routed.cluster.name, plans, files, data, bitstream, jobs,
+                             progress)
+    files.update(_cluster_files(routed, plans, placed))
+    data.update((rel, text.encode("utf-8")) for rel, text in files.items())
     data[MANIFEST] = _manifest(routed, data, inputs, boards).encode("utf-8")
     return data
+
+
+@dataclass(frozen=True)
+class BitstreamOptions:
+    """What ``optnet build --bitstream`` asks of the open flow.
+
+    Attributes
+    ----------
+    seed : int
+        nextpnr's placement seed.
+    timing_allow_fail : bool
+        Write bitstreams even when a clock misses its constraint (the report says so).
+    """
+
+    seed: int = 1
+    timing_allow_fail: bool = False
+
+
+def _place(job: tuple[NodePlan, dict[str, str], int]) -> PlacedRole:
+    # In a worker process: one role through synthesis and place and route.
+    rep, files, seed = job
+    return place_and_route(rep, files, seed=seed)
+
+
+def _bitstreams(cluster: str, plans: Sequence[NodePlan], files: Mapping[str, str],
+                data: dict[str, bytes], options: BitstreamOptions, jobs: int,
+                progress: Progress) -> list[tuple[PlacedRole, list[str]]]:
+    """Place and route each role of the open-flow nodes of ``plans`` once, and add every
+    such node's bitstream and nextpnr report to ``data``; the placed roles with their
+    nodes, in role order.
+
+    Raises
+    ------
+    BitstreamError
+        When no node can be built, a tool fails, a patch does not check, or (unless
+        ``options.timing_allow_fail``) a clock misses its constraint.
+    """
+    roles: dict[tuple, list[NodePlan]] = {}
+    for p in plans:
+        if bitstream_capable(p):
+            roles.setdefault(p.role(), []).append(p)
+    if not roles:
+        raise BitstreamError(
+            f"No node of cluster '{cluster}' (of those built) is on a board the open flow "
+            f"builds (families: {', '.join(BLOCK_TABLE_FAMILIES)}), so --bitstream has "
+            f"nothing to do; build each node's vendor project in its folder instead.")
+    work = []
+    for nodes in roles.values():
+        prefix = f"nodes/{nodes[0].node}/"
+        work.append((nodes[0], {rel.removeprefix(prefix): text for rel, text in files.items()
+                                if rel.startswith(prefix)}, options.seed))
+    parallel = jobs > 1 and len(work) > 1
+    placed = []
+    with (ProcessPoolExecutor(max_workers=min(jobs, len(work))) if parallel
+          else contextlib.nullcontext()) as pool:
+        for i, role in enumerate(pool.map(_place, work) if parallel else map(_place, work)):
+            placed.append(role)
+            progress("pnr", i + 1, len(work), role.node)
+    missed = [f"clock '{c.clock}' of node '{role.node}' (and its role) reaches "
+              f"{c.achieved_mhz:.1f} MHz of the {c.constraint_mhz:g} MHz it needs"
+              for role in placed for c in role.clocks if not c.met]
+    if missed and not options.timing_allow_fail:
+        raise BitstreamError(
+            "Timing is not met: " + "; ".join(missed) + ". Lower the clock or the line "
+            "rate, try another --seed, or pass --timing-allow-fail to write the bitstreams "
+            "anyway.")
+    done, total = 0, sum(len(nodes) for nodes in roles.values())
+    for role, nodes in zip(placed, roles.values(), strict=True):
+        for p in nodes:
+            config = patch(role, nodes[0], p)
+            data[f"nodes/{p.node}/{p.node}.bit"] = pack(config, p.node)
+            data[f"nodes/{p.node}/reports/nextpnr.json"] = role.report.encode("utf-8")
+            done += 1
+            progress("bitstream", done, total, p.node)
+    return [(role, [p.node for p in nodes]) for role, nodes in zip(placed, roles.values(),
+                                                                   strict=True)]
 
 
 def _lower(job: tuple[NodePlan, BoardDesc]) -> dict[str, str]:
@@ -219,7 +320,8 @@ def _lanes(lanes: tuple[int, ...]) -> str:
     return ",".join(map(str, lanes))
 
 
-def _cluster_files(routed: Routed, plans: Sequence[NodePlan]) -> dict[str, str]:
+def _cluster_files(routed: Routed, plans: Sequence[NodePlan],
+                   placed: Sequence[tuple[PlacedRole, list[str]]]) -> dict[str, str]:
     rows = cabling_rows(routed)
     metrics = compute_metrics(routed)
     summary = route_json(routed, metrics, None, False)
@@ -229,6 +331,14 @@ def _cluster_files(routed: Routed, plans: Sequence[NodePlan]) -> dict[str, str]:
               "nodes": [{"node": p.node, "id": p.node_id, "board": p.board, "part": p.part,
                          "clock_hz": p.clock_hz, "ports": len(p.ports),
                          "endpoints": list(p.endpoint_names)} for p in plans]}
+    if placed:
+        report["bitstreams"] = [
+            {"placed_from": role.node, "nodes": nodes,
+             "clocks": [{"clock": c.clock, "constraint_mhz": c.constraint_mhz,
+                         "achieved_mhz": c.achieved_mhz, "met": c.met} for c in role.clocks],
+             "utilisation": {cell: {"used": used, "available": available}
+                             for cell, (used, available) in role.utilisation.items()}}
+            for role, nodes in placed]
     return {
         "cabling.csv": render_template("docs/cabling.csv.j2", rows=rows),
         "cabling.md": render_template("docs/cabling.md.j2", rows=rows,
@@ -236,7 +346,7 @@ def _cluster_files(routed: Routed, plans: Sequence[NodePlan]) -> dict[str, str]:
         "topology.svg": topology_svg(routed.cluster),
         "report.json": json.dumps(report, indent=2, sort_keys=True) + "\n",
         "report.md": render_template("docs/build_report.md.j2", r=routed, m=metrics,
-                                     plans=plans, rows=rows, clock=_clock),
+                                     plans=plans, rows=rows, clock=_clock, placed=placed),
     }
 
 

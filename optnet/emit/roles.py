@@ -24,7 +24,7 @@ import re
 from optnet.hw.router import route_table
 from optnet.plan import NodePlan
 
-__all__ = ["RoleError", "retarget", "retarget_top"]
+__all__ = ["RoleError", "initialise_memories", "retarget", "retarget_top"]
 
 
 class RoleError(Exception):
@@ -50,7 +50,7 @@ def retarget(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
                 for port in range(plan.router.ports)}
     if not plan.router.block_tables:
         memories["node_id_rom"] = [plan.node_id]
-    return _initialise(text, memories)
+    return initialise_memories(text, memories)
 
 
 def retarget_top(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
@@ -95,7 +95,7 @@ _BLOCK = re.compile(r"  initial begin\n((?:    \\?([A-Za-z_]\w*)(?:\$\d+)? ?\[\d
 _WORD = re.compile(r"(.* = )(\d+)'h")
 
 
-def _initialise(text: str, memories: dict[str, list[int]]) -> str:
+def initialise_memories(text: str, memories: dict[str, list[int]]) -> str:
     """``text`` with the contents of each memory in ``memories`` replaced, in one pass."""
     seen: dict[str, int] = dict.fromkeys(memories, 0)
 

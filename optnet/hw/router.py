@@ -66,7 +66,7 @@ from amaranth.lib.wiring import In, Out
 from optnet.hw.alloc import RoundRobin
 from optnet.hw.flit import FlitFormat, clog2
 
-__all__ = ["InputBuffer", "Router", "RouterConfig", "route_table"]
+__all__ = ["InputBuffer", "Router", "RouterConfig", "route_table", "table_layout"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,13 @@ class RouterConfig:
     def table_depth(self) -> int:
         """Entries per kind (unicast, multicast): one per id."""
         return 1 << self.fmt.id_bits
+
+    @property
+    def table_width(self) -> int:
+        """Bits per word of each table memory: an entry, and with ``block_tables`` at least
+        the node id."""
+        size = table_layout(self).size
+        return max(size, self.fmt.id_bits) if self.block_tables else size
 
     @property
     def table_words(self) -> int:
@@ -389,13 +396,13 @@ class Router(wiring.Component):
 
     def _table(self, m, p, address):
         """Input ``p``'s route table, looked up at ``address``: the entry (a view of
-        :func:`_table_layout`) in the same cycle, or with ``block_tables`` in the next."""
+        :func:`table_layout`) in the same cycle, or with ``block_tables`` in the next."""
         cfg = self.config
-        layout = _table_layout(cfg)
-        width = max(layout.size, cfg.fmt.id_bits) if cfg.block_tables else layout.size
+        layout = table_layout(cfg)
         attrs = {"ram_style": "block"} if cfg.block_tables else None
         m.submodules[f"table{p}"] = table = memory.Memory(
-            shape=width, depth=cfg.table_words, init=route_table(cfg, p), attrs=attrs)
+            shape=cfg.table_width, depth=cfg.table_words, init=route_table(cfg, p),
+            attrs=attrs)
         lookup = table.read_port(domain="sync" if cfg.block_tables else "comb")
         m.d.comb += lookup.addr.eq(address)
         if cfg.block_tables and p == 0:
@@ -609,13 +616,13 @@ def _control_layout(cfg: RouterConfig) -> data.StructLayout:
     is kept only when allocation honours it: each bit less in the queue memories counts
     (LUT RAM primitives come 6 bits wide).
     """
-    fields = {"head": 1, "tail": 1, **_table_layout(cfg).members}
+    fields = {"head": 1, "tail": 1, **table_layout(cfg).members}
     if cfg.priorities > 1:
         fields["prio"] = cfg.fmt.prio_bits
     return data.StructLayout(fields)
 
 
-def _table_layout(cfg: RouterConfig) -> data.StructLayout:
+def table_layout(cfg: RouterConfig) -> data.StructLayout:
     """A table entry: the output ports (``mask``), the VC on each (``vcs``, ``vb`` bits
     per port) and whether there are several (``multi``, kept so the lookup needs no
     popcount)."""
@@ -628,14 +635,14 @@ def route_table(cfg: RouterConfig, port: int) -> list[int]:
     per word as its Verilog initialises it, indexed by ``mcast << id_bits | dst``.
 
     The unicast entries come first, then the multicast ones, each a
-    :func:`_table_layout` value; unicast entries come decoded to a one-bit mask, so one
+    :func:`table_layout` value; unicast entries come decoded to a one-bit mask, so one
     lookup serves both kinds. A link ``port`` is left out of every mask (no U-turns on
     links), so an entry naming it, like an invalid one, has an empty mask and its packets
     are dropped. With ``block_tables`` zero words follow up to :attr:`RouterConfig.
     table_words`, the last of which holds the node id in ``table0``.
     """
     P, pb, vb = cfg.ports, cfg.port_bits, cfg.fmt.vc_bits
-    layout = _table_layout(cfg)
+    layout = table_layout(cfg)
     # Packed by hand from the layout's offsets: Layout.const is too slow for thousands of
     # nodes with hundreds of entries each.
     mask_at = layout["route"].offset + layout["route"].shape["mask"].offset
