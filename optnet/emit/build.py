@@ -91,8 +91,14 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
     ProjectError, PllError
         When a node's project or clocking cannot be generated.
     BitstreamError
-        With ``bitstream``, as :func:`_bitstreams`.
+        With ``bitstream``: when no node can be built by the open flow, or as
+        :func:`_bitstreams`.
     """
+    if bitstream is not None and not any(map(bitstream_capable, plans)):
+        raise BitstreamError(
+            f"No node of cluster '{routed.cluster.name}' (of those built) is on a board the "
+            f"open flow builds (families: {', '.join(BLOCK_TABLE_FAMILIES)}), so --bitstream "
+            f"has nothing to do; build each node's vendor project in its folder instead.")
     boards = {n.board.name: n.board for n in routed.cluster.nodes}
     lowered = _lower_roles(plans, boards, jobs, progress)
     files: dict[str, str] = {}
@@ -105,8 +111,7 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
     data: dict[str, bytes] = {}
     placed: list[tuple[PlacedRole, list[str]]] = []
     if bitstream is not None:
-        placed = _bitstreams(routed.cluster.name, plans, files, data, bitstream, jobs,
-                             progress)
+        placed = _bitstreams(plans, files, data, bitstream, jobs, progress)
     files.update(_cluster_files(routed, plans, placed))
     data.update((rel, text.encode("utf-8")) for rel, text in files.items())
     data[MANIFEST] = _manifest(routed, data, inputs, boards).encode("utf-8")
@@ -135,7 +140,7 @@ def _place(job: tuple[NodePlan, dict[str, str], int]) -> PlacedRole:
     return place_and_route(rep, files, seed=seed)
 
 
-def _bitstreams(cluster: str, plans: Sequence[NodePlan], files: Mapping[str, str],
+def _bitstreams(plans: Sequence[NodePlan], files: Mapping[str, str],
                 data: dict[str, bytes], options: BitstreamOptions, jobs: int,
                 progress: Progress) -> list[tuple[PlacedRole, list[str]]]:
     """Place and route each role of the open-flow nodes of ``plans`` once, and add every
@@ -145,18 +150,13 @@ def _bitstreams(cluster: str, plans: Sequence[NodePlan], files: Mapping[str, str
     Raises
     ------
     BitstreamError
-        When no node can be built, a tool fails, a patch does not check, or (unless
+        When a tool fails, a patch does not check, or (unless
         ``options.timing_allow_fail``) a clock misses its constraint.
     """
     roles: dict[tuple, list[NodePlan]] = {}
     for p in plans:
         if bitstream_capable(p):
             roles.setdefault(p.role(), []).append(p)
-    if not roles:
-        raise BitstreamError(
-            f"No node of cluster '{cluster}' (of those built) is on a board the open flow "
-            f"builds (families: {', '.join(BLOCK_TABLE_FAMILIES)}), so --bitstream has "
-            f"nothing to do; build each node's vendor project in its folder instead.")
     work = []
     for nodes in roles.values():
         prefix = f"nodes/{nodes[0].node}/"
