@@ -162,8 +162,8 @@ class Router(wiring.Component):
         Packets dropped because their destination had no valid table entry (saturates). An
         unroutable head waits up to ``P * V`` cycles for its turn to be dropped.
     node_id : Out(id_bits)
-        Only with ``block_tables``: the node id held in ``table0``, valid from the second
-        cycle after reset.
+        Only with ``block_tables``: the node id held in ``table0``, valid from the first
+        clock edge (the read port has no reset, so the id is there while reset is held).
     """
 
     def __init__(self, config: RouterConfig):
