@@ -25,6 +25,7 @@ sandbox does not see every absolute path.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import shutil
@@ -38,11 +39,12 @@ from pathlib import Path
 
 from optnet.emit.projects import ecp5_device
 from optnet.emit.roles import initialise_memories
-from optnet.hw.router import route_table, table_layout
+from optnet.hw.router import mask_bits, route_table
 from optnet.plan import BLOCK_TABLE_FAMILIES, NodePlan
 
-__all__ = ["BitstreamError", "ClockTiming", "PlacedRole", "bram_columns", "check_patch",
-           "pack", "patch", "place_and_route", "placeholders", "table_columns"]
+__all__ = ["BLOCK_WORDS", "BitstreamError", "ClockTiming", "PlacedRole", "bitstream_capable",
+           "bram_columns", "check_patch", "pack", "patch", "place_and_route", "placeholders",
+           "table_columns"]
 
 #: Words per block RAM column that ecpbram matches (a DP16KD holds 512 words of 36 bits).
 BLOCK_WORDS = 512
@@ -294,6 +296,12 @@ def bram_columns(config: str) -> set[int]:
     return columns
 
 
+@functools.lru_cache(maxsize=2)
+def _role_columns(config: str) -> frozenset[int]:
+    # A role's configuration is checked against once per node of the role: decode it once.
+    return frozenset(bram_columns(config))
+
+
 def _bram_inits(config: str) -> list[list[int]]:
     """The initial contents of each block RAM in ``config`` (2048 words of 9 bits)."""
     out, current = [], None
@@ -320,15 +328,13 @@ def check_patch(role_config: str, node_config: str, rep: NodePlan,
     """
     cfg = rep.router
     width = cfg.table_width
-    layout = table_layout(cfg)
-    mask = layout["route"].offset + layout["route"].shape["mask"].offset
-    before, after = bram_columns(role_config), bram_columns(node_config)
+    before, after = _role_columns(role_config), bram_columns(node_config)
     problems = []
     holders = placeholders(rep)
     for port in range(cfg.ports):
         name = f"table{port}"
         wanted = table_columns(route_table(plan.router, port), width)
-        required = set(range(mask, mask + cfg.ports))
+        required = set(mask_bits(cfg))
         if port == 0:
             required |= set(range(plan.fmt.id_bits))
         for index, (old, new) in enumerate(zip(table_columns(holders[name], width), wanted,

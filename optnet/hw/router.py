@@ -66,7 +66,7 @@ from amaranth.lib.wiring import In, Out
 from optnet.hw.alloc import RoundRobin
 from optnet.hw.flit import FlitFormat, clog2
 
-__all__ = ["InputBuffer", "Router", "RouterConfig", "route_table", "table_layout"]
+__all__ = ["InputBuffer", "Router", "RouterConfig", "mask_bits", "route_table", "table_layout"]
 
 
 @dataclass(frozen=True)
@@ -630,6 +630,13 @@ def table_layout(cfg: RouterConfig) -> data.StructLayout:
     return data.StructLayout({"multi": 1, "route": data.StructLayout({"mask": P, "vcs": P * vb})})
 
 
+def mask_bits(cfg: RouterConfig) -> range:
+    """The bits of a table word (:func:`table_layout`) holding the output-port mask."""
+    route = table_layout(cfg)["route"]
+    start = route.offset + route.shape["mask"].offset
+    return range(start, start + cfg.ports)
+
+
 def route_table(cfg: RouterConfig, port: int) -> list[int]:
     """The contents of input ``port``'s route table (memory ``table<port>``), one integer
     per word as its Verilog initialises it, indexed by ``mcast << id_bits | dst``.
@@ -645,7 +652,7 @@ def route_table(cfg: RouterConfig, port: int) -> list[int]:
     layout = table_layout(cfg)
     # Packed by hand from the layout's offsets: Layout.const is too slow for thousands of
     # nodes with hundreds of entries each.
-    mask_at = layout["route"].offset + layout["route"].shape["mask"].offset
+    mask_at = mask_bits(cfg).start
     vcs_at = layout["route"].offset + layout["route"].shape["vcs"].offset
     multi_at = layout["multi"].offset
     keep = ((1 << P) - 1) ^ (1 << port if port else 0)
