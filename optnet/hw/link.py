@@ -193,7 +193,6 @@ class LinkLayer(wiring.Component):
         quiet = Signal(range(cfg.keepalive + 1))
 
         # -- build a frame ---------------------------------------------------------------
-        m.submodules.tx_crc = tx_crc = _CRC[cfg.crc_bits or 32](data_width=body_bits).create()
         body = Signal(data.StructLayout({k: v.shape for k, v in layout if k != "crc"}))
         have_data = send_seq != next_seq
         changed = (sent_ack != expect) | (sent_cnt != Cat(local_cnt)) | nak_due
@@ -207,7 +206,6 @@ class LinkLayer(wiring.Component):
             # two frames are not in it yet: fire only while both would still fit.
             fire.eq(self.up & (tx_fifo.w_level < _TX_DEPTH - 2)
                     & (have_data | changed | (quiet == cfg.keepalive))),
-            tx_crc.data.eq(body), tx_crc.start.eq(fire), tx_crc.valid.eq(fire),
         ]
         staged_body = Signal.like(body)
         m.d.sync += staged.eq(fire)
@@ -220,21 +218,32 @@ class LinkLayer(wiring.Component):
                 m.d.sync += nak_due.eq(0)
         with m.Elif(quiet != cfg.keepalive):
             m.d.sync += quiet.eq(quiet + 1)
-        crc_field = tx_crc.crc if cfg.crc_bits else Cat()
+        crc_field = Cat()
+        if cfg.crc_bits:
+            m.submodules.tx_crc = tx_crc = _CRC[cfg.crc_bits](data_width=body_bits).create()
+            m.d.comb += [tx_crc.data.eq(body), tx_crc.start.eq(fire), tx_crc.valid.eq(fire)]
+            crc_field = tx_crc.crc
         m.d.comb += [tx_fifo.w_data.eq(Cat(staged_body, crc_field)), tx_fifo.w_en.eq(staged)]
 
         # -- receive a frame -------------------------------------------------------------
-        m.submodules.rx_crc = rx_crc = _CRC[cfg.crc_bits or 32](data_width=body_bits).create()
         frame = data.View(layout, rx_fifo.r_data[:layout.size])
         checking = Signal()
         got = Signal(layout)
-        m.d.comb += [rx_fifo.r_en.eq(1), rx_crc.data.eq(rx_fifo.r_data[:body_bits]),
-                     rx_crc.start.eq(rx_fifo.r_rdy), rx_crc.valid.eq(rx_fifo.r_rdy)]
+        m.d.comb += rx_fifo.r_en.eq(1)
         m.d.sync += checking.eq(rx_fifo.r_rdy)
         with m.If(rx_fifo.r_rdy):
             m.d.sync += got.eq(frame)
         good = Signal()
-        m.d.comb += good.eq(checking & ((rx_crc.crc == got.crc) if cfg.crc_bits else 1))
+        if cfg.crc_bits:
+            m.submodules.rx_crc = rx_crc = _CRC[cfg.crc_bits](data_width=body_bits).create()
+            m.d.comb += [rx_crc.data.eq(rx_fifo.r_data[:body_bits]),
+                         rx_crc.start.eq(rx_fifo.r_rdy), rx_crc.valid.eq(rx_fifo.r_rdy),
+                         good.eq(checking & (rx_crc.crc == got.crc))]
+        else:
+            # No CRC (``crc: none``): no checker either, rather than one whose result is
+            # ignored. Lowering a CRC over a wide frame is slow (a chain of XORs per bit),
+            # and a 63-link node would carry 126 unused ones.
+            m.d.comb += good.eq(checking)
 
         seq_dist = Signal(S)
         m.d.comb += seq_dist.eq(got.seq - expect)
