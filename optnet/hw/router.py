@@ -57,9 +57,10 @@ matches contents in; the words beyond the tables are zero (no route).
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -193,7 +194,8 @@ class Router(wiring.Component):
         busy = [Signal(V, name=f"busy{q}") for q in range(P)]
         credit = [[Signal(range(cfg.credits[q] + 1), init=cfg.credits[q], name=f"cr{q}_{w}")
                    for w in range(V)] for q in range(P)]
-        has_credit = [Cat(c != 0 for c in credit[q]) for q in range(P)]
+        has_credit = [_named(m, Cat(c != 0 for c in credit[q]), f"has_credit{q}")
+                      for q in range(P)]
         # stage[q]: one-hot input whose read flit goes to output q next (and its VC).
         stage = [Signal(P, name=f"stage{q}") for q in range(P)]
         stage_vc = [Signal(vb, name=f"stage_vc{q}") for q in range(P)]
@@ -202,24 +204,20 @@ class Router(wiring.Component):
             m.d.comb += out_free[q].eq(~self.out[q].valid | self.out[q].ready)
         # Output q can be granted if its stage empties this cycle; input p can be granted
         # (its memory read again) if every output still waiting for its flit moves now.
-        out_ok = [~stage[q].any() | out_free[q] for q in range(P)]
-        in_ok = [Signal(name=f"in_ok{p}") for p in range(P)]
-        for p in range(P):
-            m.d.comb += in_ok[p].eq(Cat(~stage[q][p] | out_free[q] for q in range(P)).all())
+        out_ok = [_named(m, ~stage[q].any() | out_free[q], f"out_ok{q}") for q in range(P)]
+        in_ok = _named(m, ~_any_of([Mux(out_free[q], 0, stage[q]) for q in range(P)]), "in_ok")
 
         # -- the multicast candidate (see the module docstring) --------------------------
         mc_pend = Signal()
         mc_who = Signal(len(requesters))
         mc_need = [Signal(V, name=f"mc_need{q}") for q in range(P)]
-        vc_taken = [busy[q] | Mux(mc_pend, mc_need[q], 0) for q in range(P)]
+        vc_taken = [_named(m, busy[q] | Mux(mc_pend, mc_need[q], 0), f"vc_taken{q}")
+                    for q in range(P)]
         # The local output carries one packet at a time, whatever its VC: the endpoints
         # reassemble packets without per-VC state. Safe, because ejection is a sink.
-        complete = Cat(~mc_need[0].any() | ~busy[0].any(),
-                       *(~mc_need[q] | ~busy[q] for q in range(1, P))).all()
-
-        def idle(taken, q, vc):
-            # output VC ``vc`` of ``q`` is free in ``taken``; on the local port, all of them
-            return ~taken[0].any() if q == 0 else ~taken[q].bit_select(vc, 1)
+        complete = _named(m, Cat(~mc_need[0].any() | ~busy[0].any(),
+                                 *(~mc_need[q] | ~busy[q] for q in range(1, P))).all(),
+                          "complete")
 
         # -- input side: route lookup, buffers, per-VC state ----------------------------
         bufs, fronts, valid, states, prios, cur_vcs = [], {}, {}, {}, {}, {}
@@ -249,11 +247,37 @@ class Router(wiring.Component):
                 st = _VcState(f, P, vb, name=f"{p}_{v}")
                 fr = buf.front[v]
                 fronts[p, v], valid[p, v], states[p, v] = fr, buf.valid[v], st
-                prios[p, v] = Mux(st.active, st.prio, fr.prio) if levels > 1 else 0
-                cur_vcs[p, v] = Mux(st.active, st.vcs, fr.route.vcs)
+                prios[p, v] = _named(m, Mux(st.active, st.prio, fr.prio), f"prio{p}_{v}") \
+                    if levels > 1 else 0
+                cur_vcs[p, v] = _named(m, Mux(st.active, st.vcs, fr.route.vcs), f"cur_vcs{p}_{v}")
 
         def vc_of(key, q):
             return cur_vcs[key][q * vb:(q + 1) * vb]
+
+        # The per-output logic of an input VC is written on P-bit vectors (bit q for output
+        # q) rather than output by output: the same gates, but a few wide expressions per
+        # input VC instead of a few per input VC and output, which for 64 ports Amaranth
+        # would take minutes to lower. ``vc_is[key][w]``: the outputs where ``key`` uses
+        # VC ``w`` (none where its VC field names no VC).
+        vc_is = {}
+        for p, v in requesters:
+            planes = [Cat(cur_vcs[p, v][q * vb + b] for q in range(P)) for b in range(vb)]
+            vc_is[p, v] = [_named(m, _all_of([pl if w >> b & 1 else ~pl
+                                              for b, pl in enumerate(planes)]),
+                                  f"vc_is{p}_{v}_{w}") for w in range(V)]
+
+        def per_vc(key, vectors):
+            # bit q: bit q of ``vectors[w]`` for the VC ``w`` that ``key`` uses on output q
+            return _any_of([vc_is[key][w] & vectors[w] for w in range(V)])
+
+        def taken_by(key, taken):
+            # bit q: the output VC ``key`` needs on q is taken; on the local port, any VC
+            return Cat(taken[0].any(), per_vc(key, [
+                Cat(taken[q][w] for q in range(P)) for w in range(V)])[1:])
+
+        # Outputs with room for a flit of each VC (the output register free, a credit).
+        sendable = [_named(m, Cat(out_ok) & Cat(has_credit[q][w] for q in range(P)),
+                           f"sendable{w}") for w in range(V)]
 
         # Requests: an active VC bids for the branches it has not sent yet; an idle VC
         # with a unicast head at its front bids for its output if that output VC is idle.
@@ -261,26 +285,31 @@ class Router(wiring.Component):
         for p, v in requesters:
             fr, st = fronts[p, v], states[p, v]
             uni_head = valid[p, v] & fr.head & ~st.active & ~fr.multi
-            want[p, v] = Signal(P, name=f"want{p}_{v}")
-            m.d.comb += want[p, v].eq(Cat(
-                out_ok[q] & has_credit[q].bit_select(vc_of((p, v), q), 1) & (
-                    (st.active & valid[p, v] & st.mask[q] & ~st.sent[q])
-                    | (uni_head & fr.route.mask[q] & idle(vc_taken, q, vc_of((p, v), q))))
-                if q != p or p == 0 else 0
-                for q in range(P)))
+            # no U-turns: a link input never bids for its own output
+            others = Const(((1 << P) - 1) ^ (1 << p if p else 0), P)
+            want[p, v] = _named(m, per_vc((p, v), sendable) & others & (
+                Mux(st.active & valid[p, v], st.mask & ~st.sent, 0)
+                | Mux(uni_head, fr.route.mask & ~taken_by((p, v), vc_taken), 0)),
+                f"want{p}_{v}")
         chosen, grant = self._switch_allocate(m, P, V, levels, want, prios, in_ok)
 
         # -- what was granted: read address per input, stage per output, credits, owners ---
         for p in range(P):
             granted = Cat(grant[q][p] for q in range(P)).any()
             m.d.comb += bufs[p].read.eq(Mux(granted, Cat(chosen[p]), 0))
+        chosen_all = Cat(chosen[p][v] for p, v in requesters)
+        heads = Cat(fronts[key].head for key in requesters)
+        tails = Cat(fronts[key].tail for key in requesters)
         for q in range(P):
-            picks = [(grant[q][p] & chosen[p][v], (p, v)) for p, v in requesters]
-            sent_vc = _one_hot_or([(sel, vc_of(key, q)) for sel, key in picks])
-            head = _one_hot_or([(sel, fronts[key].head) for sel, key in picks])
-            tail = _one_hot_or([(sel, fronts[key].tail) for sel, key in picks])
-            send = Cat(grant[q]).any()
-            moves = stage[q].any() & out_free[q]
+            # the input VC whose flit goes to output q, one-hot over ``requesters``
+            pick = _named(m, Cat(grant[q][p] for p, v in requesters) & chosen_all, f"pick{q}")
+            sent_vc = _named(m, Cat(
+                (pick & Cat(vc_of(key, q)[b] for key in requesters)).any() for b in range(vb)),
+                f"sent_vc{q}")
+            head = _named(m, (pick & heads).any(), f"sent_head{q}")
+            tail = _named(m, (pick & tails).any(), f"sent_tail{q}")
+            send = _named(m, Cat(grant[q]).any(), f"send{q}")
+            moves = _named(m, stage[q].any() & out_free[q], f"moves{q}")
             with m.If(moves):
                 m.d.sync += stage[q].eq(0)
             with m.If(send):
@@ -290,15 +319,22 @@ class Router(wiring.Component):
             sources = [p for p in range(P) if p != q or q == 0]
             index = Signal(range(len(sources)), name=f"stage_idx{q}")
             with m.If(send):
-                m.d.sync += index.eq(_one_hot_or(
-                    [(grant[q][p], i) for i, p in enumerate(sources)]))
+                m.d.sync += index.eq(Cat(
+                    Cat(grant[q][p] for i, p in enumerate(sources) if i >> b & 1).any()
+                    for b in range(len(index))))
             with m.If(self.out[q].ready):
                 m.d.sync += self.out[q].valid.eq(0)
             with m.If(moves):
-                m.d.sync += [
-                    self.out[q].valid.eq(1),
-                    self.out[q].payload.eq(_mux_tree(index, [bufs[p].data for p in sources])),
-                    self.out[q].payload.vc.eq(stage_vc[q])]
+                m.d.sync += self.out[q].valid.eq(1)
+                # One case per source rather than a tree of 2:1 muxes: the netlist then holds
+                # each flit-wide source once, where a tree adds a flit-wide mux per source
+                # (for 64 ports and 256-bit flits, a million bits that Amaranth lowers
+                # slowly). The last source also takes the index values no grant produces.
+                with m.Switch(index):
+                    for i, p in enumerate(sources):
+                        with m.Case(i) if i + 1 < len(sources) else m.Default():
+                            m.d.sync += self.out[q].payload.eq(bufs[p].data)
+                m.d.sync += self.out[q].payload.vc.eq(stage_vc[q])
             for w in range(V):
                 spend = send & (sent_vc == w)
                 with m.If(spend & ~self.cred_in[q][w]):
@@ -325,7 +361,8 @@ class Router(wiring.Component):
         drops = []
         for i, (p, v) in enumerate(requesters):
             fr, st = fronts[p, v], states[p, v]
-            granted = Cat(grant[q][p] & chosen[p][v] for q in range(P))
+            granted = _named(m, Mux(chosen[p][v], Cat(grant[q][p] for q in range(P)), 0),
+                             f"granted{p}_{v}")
             done = Signal(P, name=f"done{p}_{v}")
             m.d.comb += done.eq(Mux(st.active, st.sent, 0) | granted)
             dequeue = Signal(name=f"deq{p}_{v}")
@@ -361,8 +398,7 @@ class Router(wiring.Component):
         # -- multicast VC allocation --------------------------------------------------------
         def all_idle(key):
             # every output VC the multicast head at the front of ``key`` needs is idle
-            mask = fronts[key].route.mask
-            return Cat(~mask[q] | idle(busy, q, vc_of(key, q)) for q in range(P)).all()
+            return ~(fronts[key].route.mask & taken_by(key, busy)).any()
 
         m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
         if levels > 1:
@@ -373,13 +409,14 @@ class Router(wiring.Component):
                 & fronts[key].multi & all_idle(key) for key in requesters)),
             mc_arb.advance.eq(~mc_pend),
         ]
+        # need[w]: the outputs where the granted multicast head needs VC w
+        need = [_named(m, _any_of([Mux(mc_arb.grant[i], fronts[key].route.mask & vc_is[key][w],
+                                       0) for i, key in enumerate(requesters)]), f"need{w}")
+                for w in range(V)]
         with m.If(~mc_pend & mc_arb.grant.any()):
             m.d.sync += [mc_pend.eq(1), mc_who.eq(mc_arb.grant)]
             for q in range(P):
-                m.d.sync += mc_need[q].eq(_one_hot_or([
-                    (mc_arb.grant[i], Cat(fronts[key].route.mask[q] & (vc_of(key, q) == w)
-                                          for w in range(V)))
-                    for i, key in enumerate(requesters)]))
+                m.d.sync += mc_need[q].eq(Cat(need[w][q] for w in range(V)))
         with m.If(mc_pend):
             m.d.sync += mc_pend.eq(0)       # claimed, or given up if a VC went meanwhile
         with m.If(mc_pend & complete):
@@ -416,7 +453,6 @@ class Router(wiring.Component):
         """Returns ``chosen[p][v]`` (the VC input ``p`` sends from) and ``grant[q][p]``; an
         input takes part only when ``in_ok[p]``."""
         chosen = [[Signal(name=f"chosen{p}_{v}") for v in range(V)] for p in range(P)]
-        grant = [[Signal(name=f"grant{q}_{p}") for p in range(P)] for q in range(P)]
         out_arb = []
         for q in range(P):
             arb = RoundRobin(P, levels)
@@ -441,16 +477,16 @@ class Router(wiring.Component):
                     m.d.comb += chosen[p][v].eq(in_arb[p].grant[v])
                     with m.If(in_arb[p].grant[v]):
                         m.d.comb += port_prio[p].eq(prio_of[p, v])
+            # bids[p]: the outputs the VC input p chose wants
+            bids = [_named(m, _any_of([Mux(chosen[p][v], want[p, v], 0) for v in range(V)]),
+                           f"bids{p}") for p in range(P)]
             for q in range(P):
                 arb = out_arb[q]
-                m.d.comb += arb.requests.eq(Cat(
-                    Cat(chosen[p][v] & want[p, v][q] for v in range(V)).any()
-                    for p in range(P)))
+                m.d.comb += arb.requests.eq(Cat(bids[p][q] for p in range(P)))
                 if levels > 1:
                     m.d.comb += arb.priority.eq(Cat(port_prio))
                 m.d.comb += arb.advance.eq(1)
-                for p in range(P):
-                    m.d.comb += grant[q][p].eq(arb.grant[p])
+            grant = [arb.grant for arb in out_arb]
             for p in range(P):
                 m.d.comb += in_arb[p].advance.eq(Cat(grant[q][p] for q in range(P)).any())
             return chosen, grant
@@ -468,12 +504,15 @@ class Router(wiring.Component):
                 with m.If(want[p, v].any() & (prio_of[p, v] > best)):
                     m.d.comb += best.eq(prio_of[p, v])
             m.d.comb += port_prio[p].eq(best)
+        # wants[p]: the outputs some VC of input p wants
+        wants = [_named(m, Mux(in_ok[p], _any_of([want[p, v] for v in range(V)]), 0),
+                        f"wants{p}") for p in range(P)]
         for q in range(P):
             arb = out_arb[q]
-            m.d.comb += arb.requests.eq(Cat(
-                in_ok[p] & Cat(want[p, v][q] for v in range(V)).any() for p in range(P)))
+            m.d.comb += arb.requests.eq(Cat(wants[p][q] for p in range(P)))
             if levels > 1:
                 m.d.comb += arb.priority.eq(Cat(port_prio))
+        bids = []
         for p in range(P):
             m.d.comb += accept[p].requests.eq(Cat(out_arb[q].grant[p] for q in range(P)))
             acc = accept[p].grant
@@ -485,12 +524,13 @@ class Router(wiring.Component):
             m.d.comb += accept[p].advance.eq(1)
             for v in range(V):
                 m.d.comb += chosen[p][v].eq(in_arb[p].grant[v])
-            for q in range(P):
-                m.d.comb += grant[q][p].eq(out_arb[q].grant[p] & Cat(
-                    chosen[p][v] & want[p, v][q] for v in range(V)).any())
+            bids.append(_named(m, _any_of([Mux(chosen[p][v], want[p, v], 0)
+                                           for v in range(V)]), f"bids{p}"))
+        grant = [_named(m, out_arb[q].grant & Cat(bids[p][q] for p in range(P)), f"grant{q}")
+                 for q in range(P)]
         for q in range(P):
-            m.d.comb += out_arb[q].advance.eq(Cat(
-                grant[q][p] & accept[p].grant[q] for p in range(P)).any())
+            m.d.comb += out_arb[q].advance.eq(
+                (grant[q] & Cat(accept[p].grant[q] for p in range(P))).any())
         return chosen, grant
 
 
@@ -676,6 +716,36 @@ def _several(mask):
     return Cat(mask[i] & mask[i + 1:].any() for i in range(len(mask) - 1)).any()
 
 
+def _named(m, value, name):
+    """``value`` through a comb signal called ``name``. Amaranth copies an expression into
+    every statement that uses it (its domain lowering rebuilds each statement's values), so
+    an expression shared by many statements becomes that many copies of its logic in the
+    netlist; a signal is computed once and only referred to."""
+    sig = Signal(len(value), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def _any_of(values):
+    """Bitwise OR of ``values`` (at least one) as a balanced tree."""
+    return _balanced(operator.or_, values)
+
+
+def _all_of(values):
+    """Bitwise AND of ``values`` (at least one) as a balanced tree."""
+    return _balanced(operator.and_, values)
+
+
+def _balanced(op, values):
+    # A tree rather than a chain: Amaranth computes the width of an operator by walking its
+    # operands, at every level of a chain.
+    values = list(values)
+    while len(values) > 1:
+        values = [op(values[i], values[i + 1]) if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
+
+
 def _one_hot_or(cases):
     """``value`` of the one ``(select, value)`` pair whose select is set (0 if none): an
     AND-OR mux, the cheapest form when the selects are already one-hot."""
@@ -683,14 +753,3 @@ def _one_hot_or(cases):
     for select, value in cases:
         result = result | Mux(select, value, 0)
     return result
-
-
-def _mux_tree(index, values):
-    """``values[index]`` as a balanced tree of 2:1 muxes on the bits of ``index``, which
-    maps four values onto one 6-input LUT per bit."""
-    level, bit = list(values), 0
-    while len(level) > 1:
-        level = [Mux(index[bit], level[i + 1], level[i]) if i + 1 < len(level) else level[i]
-                 for i in range(0, len(level), 2)]
-        bit += 1
-    return level[0]
