@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -73,42 +73,124 @@ class RoundRobin(wiring.Component):
                 self.requests[i] & (self.priority[i * b:(i + 1) * b] == top) for i in range(n)))
         else:
             m.d.comb += requests.eq(self.requests)
-        if n > _FLAT:
-            self._groups(m, requests)
-            return m
-        # ``last`` is one-hot; the requesters after it go first, in circular order. Written
-        # as plain AND-OR terms (no ``x & -x`` trick): an adder would become a carry chain,
-        # which logic synthesis cannot merge with the surrounding LUTs.
-        last = Signal(n, init=1 << (n - 1))
-        for i in range(n):
-            wins = []
-            for k in range(n):
-                ahead = [j for j in range(n) if (j - k - 1) % n < (i - k - 1) % n]
-                wins.append(last[k] & ~Cat(requests[j] for j in ahead).any()
-                            if ahead else last[k])
-            m.d.comb += self.grant[i].eq(requests[i] & Cat(wins).any())
-        with m.If(self.advance & self.grant.any()):
-            m.d.sync += last.eq(self.grant)
+        m.d.comb += self.grant.eq(_arbitrate(m, requests, [n], self.advance, "last"))
         return m
 
-    def _groups(self, m, requests):
-        # Many requesters: round robin among groups, and within the chosen group. Each term
-        # of a flat arbiter grows with the square of the requesters; two levels keep the
-        # arbiter small and no deeper. A requester waits at most (groups x group size) grants.
-        n = self.count
-        size = math.isqrt(n - 1) + 1
-        starts = range(0, n, size)
-        top = RoundRobin(len(starts))
-        m.submodules.top = top
-        m.d.comb += top.advance.eq(self.advance)
-        for g, start in enumerate(starts):
-            members = requests[start:start + size]
-            sub = RoundRobin(len(members))
-            m.submodules[f"group{g}"] = sub
-            m.d.comb += [top.requests[g].eq(members.any()), sub.requests.eq(members),
-                         sub.advance.eq(self.advance & top.grant[g]),
-                         self.grant[start:start + size].eq(
-                             Mux(top.grant[g], sub.grant, 0))]
+
+def _arbitrate(m, requests, sizes, advance, name):
+    """Round-robin arbiters side by side, built in ``m``: ``requests`` is cut into
+    consecutive segments of ``sizes``, each its own arbiter, whose pointer moves past its
+    grant when its bit of ``advance`` (one per segment) is set. Returns every segment's
+    one-hot grant, as a signal as wide as ``requests``.
+
+    Many requesters: round robin among groups, and within the chosen group. Each term of a
+    flat arbiter grows with the square of the requesters; two levels keep the arbiter small
+    and no deeper. A requester waits at most (groups x group size) grants. All the arbiters
+    of one level are computed together, on vectors: a 64-port router has 65 arbiters of 64
+    requesters, and Amaranth would lower their hundreds of groups slowly one by one.
+    """
+    grant = Signal(len(requests), name=f"{name}_grant")
+    requests = _sig(m, requests, f"{name}_requests")
+    advance = _sig(m, advance, f"{name}_advance")
+    parts = list(zip(sizes, _segments(requests, sizes), advance, strict=True))
+    # Flat and grouped segments are computed apart, each kind on the concatenation of its
+    # segments, and put back in order; a segment of one requester grants it.
+    got = {}
+    small = [part for part in parts if 1 < part[0] <= _FLAT]
+    if small:
+        flat = _flat(m, Cat(seg for _, seg, _ in small), [n for n, _, _ in small],
+                     [adv for _, _, adv in small], name)
+        got.update(zip((id(seg) for _, seg, _ in small),
+                       _segments(flat, [n for n, _, _ in small]), strict=True))
+    big = [part for part in parts if part[0] > _FLAT]
+    if big:
+        groups, tops = [], []
+        for n, _, _ in big:
+            size = math.isqrt(n - 1) + 1
+            tops.append(len(range(0, n, size)))
+            groups += [min(size, n - start) for start in range(0, n, size)]
+        members = _sig(m, Cat(seg for _, seg, _ in big), f"{name}_members")
+        # per grouped segment, round robin among its groups (``top``), then within each
+        top = _arbitrate(m, Cat(group.any() for group in _segments(members, groups)), tops,
+                         Cat(adv for _, _, adv in big), f"{name}_top")
+        top_adv = Cat(adv.replicate(k) for (_, _, adv), k in zip(big, tops, strict=True))
+        inner = _arbitrate(m, members, groups, top_adv & top, f"{name}_in")
+        chosen = _sig(m, inner & _spread(top, groups), f"{name}_chosen")
+        got.update(zip((id(seg) for _, seg, _ in big),
+                       _segments(chosen, [n for n, _, _ in big]), strict=True))
+    m.d.comb += grant.eq(Cat(got.get(id(seg), seg) for _, seg, _ in parts))
+    return grant
+
+
+def _flat(m, requests, sizes, advance, name):
+    """Flat round-robin arbiters (see :func:`_arbitrate`; ``advance`` is a list of bits),
+    all in a few vector operations.
+
+    Each segment's pointer ``last`` is one-hot; the requesters after it go first, in
+    circular order: the first requester after ``last`` if there is one, else the first
+    requester. Written as AND-OR terms (no ``x & -x`` trick): an adder would become a carry
+    chain, which logic synthesis cannot merge with the surrounding LUTs.
+    """
+    requests = _sig(m, requests, f"{name}_flat_requests")
+    ends = [sum(sizes[:i + 1]) - 1 for i in range(len(sizes))]
+    last = Signal(len(requests), init=sum(1 << end for end in ends), name=name)
+    later = _sig(m, requests & _before(m, last, sizes), f"{name}_later")
+    seen_later, seen = _through(m, later, sizes), _through(m, requests, sizes)
+    first_later = later & ~_shift_in(seen_later, sizes)
+    first = requests & ~_shift_in(seen, sizes)
+    any_later = _spread([seen_later[end] for end in ends], sizes)
+    grant = _sig(m, (first_later & any_later) | (first & ~any_later), f"{name}_flat")
+    # a segment's pointer moves on when it is advanced and grants (has a request)
+    move = _spread([adv & seen[end] for adv, end in zip(advance, ends, strict=True)], sizes)
+    m.d.sync += last.eq((grant & move) | (last & ~move))
+    return grant
+
+
+def _segments(value, sizes):
+    """``value`` cut into consecutive slices of ``sizes``."""
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [value[start:start + n] for start, n in zip(starts, sizes, strict=True)]
+
+
+def _spread(bits, sizes):
+    """``bits[i]`` (small values of one bit: each is copied ``sizes[i]`` times) repeated
+    over segment ``i``."""
+    return Cat(bit.replicate(n) for bit, n in zip(bits, sizes, strict=True))
+
+
+def _through(m, value, sizes):
+    """Bit ``i``: some bit of ``value`` at or below ``i`` in its segment is set, by
+    doubling steps (shifts within segments and ORs, as many as the longest segment's bits)."""
+    width = len(value)
+    offset = [i for n in sizes for i in range(n)]    # position within the segment
+    step = 1
+    while step < max(sizes):
+        within = Const(sum(1 << i for i in range(width) if offset[i] >= step), width)
+        value = _sig(m, value | (Cat(Const(0, step), value[:width - step]) & within),
+                     "through")
+        step *= 2
+    return value
+
+
+def _shift_in(seen, sizes):
+    """``seen`` (see :func:`_through`) moved up one bit within each segment: bit ``i``,
+    some bit below ``i`` in its segment is set."""
+    width = len(seen)
+    starts = Const(sum(1 << (sum(sizes[:i])) for i in range(len(sizes))), width)
+    return Cat(0, seen[:width - 1]) & ~starts
+
+
+def _before(m, value, sizes):
+    """Bit ``i``: some bit of ``value`` below ``i`` in its segment is set."""
+    return _shift_in(_through(m, value, sizes), sizes)
+
+
+def _sig(m, value, name):
+    """``value`` through a comb signal: Amaranth copies an expression into every use, and
+    the levels of an arbiter use each other's results many times."""
+    sig = Signal(len(value), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
 
 
 # Requesters up to which the arbiter is one flat level of AND-OR terms.
