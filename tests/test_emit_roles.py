@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from optnet.emit.hdl import node_verilog
 from optnet.emit.roles import RoleError, retarget
-from optnet.hw.top import NodeTop
-from optnet.hw.verilog import to_verilog
 from optnet.lint import lint_file
 from optnet.plan import plan
 
@@ -28,8 +27,11 @@ def test_retarget_equals_direct_lowering(example):
     rep = plans[0]
     other = next(p for p in plans[1:] if p.role() == rep.role())
     assert rep.router.block_tables == (example == "ulx3s_ring4")
-    first = to_verilog(NodeTop(rep), rep.node)
-    direct = to_verilog(NodeTop(other), other.node)
+    first = node_verilog(rep)
+    direct = node_verilog(other)
+    # the shared link layer modules are renamed with the node
+    assert f"module \\{rep.node}.link_cfg0 " in first
+    assert f"module \\{other.node}.link_cfg0 " in direct
     assert first != direct
     assert retarget(first, rep, other) == direct
     assert retarget(first, rep, rep) == first

@@ -5,12 +5,24 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from optnet.hw.link import LinkLayer
 from optnet.hw.phy.primitives import PRIMITIVES, primitive_stubs
-from optnet.hw.top import NodeTop, ip_name
-from optnet.hw.verilog import to_verilog
+from optnet.hw.top import NodeTop, ip_name, link_configs
+from optnet.hw.verilog import lower, to_verilog
 from optnet.plan import NodePlan
 
-__all__ = ["node_files", "one_per_role", "write_files"]
+__all__ = ["node_files", "node_verilog", "one_per_role", "write_files"]
+
+
+def node_verilog(plan: NodePlan) -> str:
+    """The Verilog of ``plan``'s :class:`~optnet.hw.top.NodeTop`: module ``<node>`` and its
+    submodules, then one module ``<node>.link_cfg<k>`` per distinct link layer
+    configuration, which the link ports instantiate. Lowering each configuration once
+    rather than once per port is what keeps a node with 63 links quick to build."""
+    links = {cfg: lower(LinkLayer(cfg), f"{plan.node}.link_cfg{k}")
+             for k, cfg in enumerate(link_configs(plan))}
+    top = to_verilog(NodeTop(plan, links=links), plan.node)
+    return top + "".join(lowered.verilog for lowered in links.values())
 
 
 def node_files(plan: NodePlan) -> dict[str, str]:
@@ -22,7 +34,7 @@ def node_files(plan: NodePlan) -> dict[str, str]:
     """
     from optnet.hw.phy.vendor import stub_verilog
 
-    verilog = to_verilog(NodeTop(plan), plan.node)
+    verilog = node_verilog(plan)
     files = {f"rtl/{plan.node}.v": verilog}
     for port in plan.ports:
         if port.phy != "lvds":

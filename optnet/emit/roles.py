@@ -80,12 +80,13 @@ def _check_role(rep: NodePlan, plan: NodePlan) -> None:
 
 def _rename(verilog: str, old: str, new: str) -> str:
     # The top module is ``old``; its submodules are escaped identifiers ``\old.<path>``.
-    text, count = re.subn(rf"^module {re.escape(old)}\(", f"module {new}(", verilog,
-                          flags=re.M)
+    # (String methods rather than a multi-line regex: node Verilog can be megabytes.)
+    head, text = f"\nmodule {old}(", "\n" + verilog
+    count = text.count(head)
     if count != 1:
         raise RoleError(f"module {old!r} is defined {count} times in the Verilog (expected "
                         "once)")
-    return text.replace(f"\\{old}.", f"\\{new}.")
+    return text.replace(head, f"\nmodule {new}(").replace(f"\\{old}.", f"\\{new}.")[1:]
 
 
 # An initial block of a memory: ``name[i] = W'hXX;`` per word, the name escaped if it needs

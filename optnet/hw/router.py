@@ -696,11 +696,12 @@ def route_table(cfg: RouterConfig, port: int) -> list[int]:
     vcs_at = layout["route"].offset + layout["route"].shape["vcs"].offset
     multi_at = layout["multi"].offset
     keep = ((1 << P) - 1) ^ (1 << port if port else 0)
+    every_port = sum(1 << (q * vb) for q in range(P))   # times a VC: that VC on every port
     routes = []
     for word in cfg.unicast:
         out, vc = word & ((1 << pb) - 1), word >> pb & ((1 << vb) - 1)
         valid = word >> (pb + vb) & 1 and out < P
-        routes.append((1 << out if valid else 0, sum(vc << (q * vb) for q in range(P))))
+        routes.append((1 << out if valid else 0, vc * every_port))
     routes += [(word & ((1 << P) - 1), word >> P) for word in cfg.multicast]
     words = [((mask & keep).bit_count() > 1) << multi_at | (mask & keep) << mask_at
              | vcs << vcs_at for mask, vcs in routes]

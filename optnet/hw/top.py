@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+
 from amaranth.hdl import Cat, Module
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.endpoint import Endpoint, LocalHub, axis_rx_layout, axis_tx_layout
-from optnet.hw.link import LinkLayer
+from optnet.hw.link import LinkConfig, LinkLayer
 from optnet.hw.router import Router
+from optnet.hw.verilog import Instantiated, Lowered
 from optnet.plan import NodePlan
 
-__all__ = ["NodeTop", "lvds_family"]
+__all__ = ["NodeTop", "link_configs", "lvds_family"]
+
+#: The PHY clock domain of a link layer lowered on its own (:func:`link_configs`).
+SHARED_PHY_DOMAIN = "phy"
 
 _LVDS_FAMILY = {"ecp5": "ecp5", "virtex5": "virtex5"}
 
@@ -34,6 +41,10 @@ class NodeTop(wiring.Component):
         and expose their pads as ``port<p>_<pad>``. ``sim``: no adapters; each link port
         exposes its link layer's PHY side as ``phy<p>_tx``/``phy<p>_rx``/``phy<p>_up`` in
         domain ``phy<p>``, which the simulation provides and wires to a link model.
+    links : Mapping[LinkConfig, Lowered], optional
+        Link layers already lowered, by configuration (:func:`link_configs`): each link
+        port instantiates its configuration's module instead of holding a link layer of
+        its own. Without it, every link layer is part of this design.
 
     Members
     -------
@@ -44,9 +55,11 @@ class NodeTop(wiring.Component):
         Unroutable packets the router dropped.
     """
 
-    def __init__(self, plan: NodePlan, phys: str = "vendor"):
+    def __init__(self, plan: NodePlan, phys: str = "vendor",
+                 links: Mapping[LinkConfig, Lowered] | None = None):
         self.plan = plan
         self.phys = phys
+        self.links = links
         self._adapters = {}
         members = {}
         for name, ep in zip(plan.endpoint_names, plan.endpoints, strict=True):
@@ -106,7 +119,11 @@ class NodeTop(wiring.Component):
         ups = []
         for port in plan.ports:
             p = port.port
-            link = LinkLayer(port.link)
+            if self.links is None:
+                link = LinkLayer(port.link)
+            else:
+                link = Instantiated(self.links[_shared(port.link)],
+                                    {"sync": "sync", SHARED_PHY_DOMAIN: port.link.phy_domain})
             m.submodules[f"link{p}"] = link
             wiring.connect(m, router.out[p], link.tx_flit)
             wiring.connect(m, link.rx_flit, router.inp[p])
@@ -134,6 +151,17 @@ class NodeTop(wiring.Component):
         if ups:
             m.d.comb += self.link_up.eq(Cat(ups))
         return m
+
+
+def link_configs(plan: NodePlan) -> list[LinkConfig]:
+    """The distinct configurations of ``plan``'s link layers, in port order, each with the
+    PHY clock domain ``phy`` (a link layer's only per-port difference is the name of its
+    PHY's domain), to be lowered once each and passed to :class:`NodeTop` as ``links``."""
+    return list(dict.fromkeys(_shared(port.link) for port in plan.ports))
+
+
+def _shared(cfg: LinkConfig) -> LinkConfig:
+    return dataclasses.replace(cfg, phy_domain=SHARED_PHY_DOMAIN)
 
 
 def ip_name(port) -> str:
