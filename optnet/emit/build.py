@@ -19,7 +19,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -189,12 +189,13 @@ def _bitstreams(plans: Sequence[NodePlan], files: Mapping[str, str],
                                                                    strict=True)]
 
 
-def _lower(job: tuple[NodePlan, BoardDesc]) -> dict[str, str]:
-    # In a worker process: the Verilog and stubs of one node and its board top.
+def _lower(job: tuple[NodePlan, BoardDesc], executor: Executor | None = None
+           ) -> dict[str, str]:
+    # The Verilog and stubs of one node and its board top (see node_files for executor).
     from optnet.emit.board import board_top_files
     from optnet.emit.hdl import node_files
     plan, board = job
-    return node_files(plan) | board_top_files(plan, board)
+    return node_files(plan, executor) | board_top_files(plan, board)
 
 
 def _lower_roles(plans: Sequence[NodePlan], boards: Mapping[str, BoardDesc], jobs: int,
@@ -204,11 +205,18 @@ def _lower_roles(plans: Sequence[NodePlan], boards: Mapping[str, BoardDesc], job
     for p in plans:
         reps.setdefault(p.role(), p)
     work = [(rep, boards[rep.board]) for rep in reps.values()]
-    parallel = jobs > 1 and len(work) > 1
     done: dict[tuple, tuple[NodePlan, dict[str, str]]] = {}
-    with (ProcessPoolExecutor(max_workers=min(jobs, len(work))) if parallel
+    # Several roles are lowered side by side. A single role (every node of a torus or a
+    # fully connected cluster) has its router lowered in a worker while this process
+    # lowers the rest.
+    with (ProcessPoolExecutor(max_workers=min(jobs, max(len(work), 2))) if jobs > 1
           else contextlib.nullcontext()) as pool:
-        lowered = pool.map(_lower, work) if parallel else map(_lower, work)
+        if pool is None:
+            lowered = map(_lower, work)
+        elif len(work) > 1:
+            lowered = pool.map(_lower, work)
+        else:
+            lowered = [_lower(work[0], pool)]
         for i, ((rep, _), files) in enumerate(zip(work, lowered, strict=True)):
             done[rep.role()] = (rep, files)
             progress("lower", i + 1, len(work), rep.node)

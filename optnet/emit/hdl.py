@@ -3,38 +3,54 @@
 from __future__ import annotations
 
 import re
+from concurrent.futures import Executor
 from pathlib import Path
 
 from optnet.hw.link import LinkLayer
 from optnet.hw.phy.primitives import PRIMITIVES, primitive_stubs
-from optnet.hw.top import NodeTop, ip_name, link_configs
-from optnet.hw.verilog import lower, to_verilog
+from optnet.hw.router import Router
+from optnet.hw.top import SHARED_PHY_DOMAIN, NodeTop, ip_name, parts
+from optnet.hw.verilog import Lowered, lower, to_verilog
 from optnet.plan import NodePlan
 
-__all__ = ["node_files", "node_verilog", "one_per_role", "write_files"]
+__all__ = ["lower_router", "node_files", "node_verilog", "one_per_role", "write_files"]
 
 
-def node_verilog(plan: NodePlan) -> str:
+def lower_router(plan: NodePlan) -> Lowered:
+    """``plan``'s router lowered on its own, as module ``<node>.router``."""
+    return lower(Router(plan.router), parts(plan).router, ["sync"])
+
+
+def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
     """The Verilog of ``plan``'s :class:`~optnet.hw.top.NodeTop`: module ``<node>`` and its
-    submodules, then one module ``<node>.link_cfg<k>`` per distinct link layer
-    configuration, which the link ports instantiate. Lowering each configuration once
-    rather than once per port is what keeps a node with 63 links quick to build."""
-    links = {cfg: lower(LinkLayer(cfg), f"{plan.node}.link_cfg{k}")
-             for k, cfg in enumerate(link_configs(plan))}
-    top = to_verilog(NodeTop(plan, links=links), plan.node)
-    return top + "".join(lowered.verilog for lowered in links.values())
+    submodules, then the parts it instantiates (:func:`optnet.hw.top.parts`): the router
+    ``<node>.router`` and one module ``<node>.link_cfg<k>`` per distinct link layer
+    configuration. Lowering each configuration once rather than once per port is what keeps
+    a node with 63 links quick to build.
+
+    With ``executor``, the router (for a 64-port router, most of the work) is lowered there
+    while the rest is lowered here.
+    """
+    names = parts(plan)
+    router = executor.submit(lower_router, plan) if executor else None
+    links = [lower(LinkLayer(cfg), name, ["sync", SHARED_PHY_DOMAIN])
+             for cfg, name in names.links.items()]
+    top = to_verilog(NodeTop(plan, parts=names), plan.node)
+    router = router.result() if router else lower_router(plan)
+    return top + router.verilog + "".join(link.verilog for link in links)
 
 
-def node_files(plan: NodePlan) -> dict[str, str]:
+def node_files(plan: NodePlan, executor: Executor | None = None) -> dict[str, str]:
     """Files of one node, relative to its folder.
 
     ``rtl/<node>.v`` is the design (top module ``<node>``); ``stubs/*.v`` are black-box
     modules of the vendor IP cores and I/O primitives it instantiates, for lint and
-    open-source synthesis only (the vendor flow generates the real ones).
+    open-source synthesis only (the vendor flow generates the real ones). ``executor``: see
+    :func:`node_verilog`.
     """
     from optnet.hw.phy.vendor import stub_verilog
 
-    verilog = node_verilog(plan)
+    verilog = node_verilog(plan, executor)
     files = {f"rtl/{plan.node}.v": verilog}
     for port in plan.ports:
         if port.phy != "lvds":

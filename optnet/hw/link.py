@@ -131,8 +131,13 @@ class LinkLayer(wiring.Component):
 
     def __init__(self, config: LinkConfig):
         self.config = config
+        super().__init__(self.signature_of(config))
+
+    @staticmethod
+    def signature_of(config: LinkConfig) -> wiring.Signature:
+        """The signature of a link layer of ``config``."""
         f = config.fmt
-        super().__init__({
+        return wiring.Signature({
             "tx_flit": In(stream.Signature(f.flit)),
             "rx_flit": Out(stream.Signature(f.flit, always_ready=True)),
             "cred_local": In(f.vcs),

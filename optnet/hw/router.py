@@ -169,6 +169,11 @@ class Router(wiring.Component):
 
     def __init__(self, config: RouterConfig):
         self.config = config
+        super().__init__(self.signature_of(config))
+
+    @staticmethod
+    def signature_of(config: RouterConfig) -> wiring.Signature:
+        """The signature of a router of ``config``."""
         f, p, v = config.fmt, config.ports, config.fmt.vcs
         members = {
             "inp": In(stream.Signature(f.flit, always_ready=True)).array(p),
@@ -179,7 +184,7 @@ class Router(wiring.Component):
         }
         if config.block_tables:
             members["node_id"] = Out(f.id_bits)
-        super().__init__(members)
+        return wiring.Signature(members)
 
     def elaborate(self, platform):
         m = Module()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from amaranth.hdl import Cat, Module
 from amaranth.lib import memory, stream, wiring
@@ -12,13 +12,44 @@ from amaranth.lib.wiring import In, Out
 from optnet.hw.endpoint import Endpoint, LocalHub, axis_rx_layout, axis_tx_layout
 from optnet.hw.link import LinkConfig, LinkLayer
 from optnet.hw.router import Router
-from optnet.hw.verilog import Instantiated, Lowered
+from optnet.hw.verilog import instantiate
 from optnet.plan import NodePlan
 
-__all__ = ["NodeTop", "link_configs", "lvds_family"]
+__all__ = ["NodeTop", "Parts", "lvds_family", "parts"]
 
-#: The PHY clock domain of a link layer lowered on its own (:func:`link_configs`).
+#: The PHY clock domain of a link layer lowered on its own (:func:`parts`).
 SHARED_PHY_DOMAIN = "phy"
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Module names of the parts of a node lowered apart from its :class:`NodeTop`, which
+    instantiates them (see :func:`parts`).
+
+    Attributes
+    ----------
+    router : str
+        The router's module, ``<node>.router``.
+    links : Mapping[LinkConfig, str]
+        One module per distinct link layer configuration, ``<node>.link_cfg<k>``, each
+        configuration with the PHY clock domain :data:`SHARED_PHY_DOMAIN` (a link layer's
+        only per-port difference is the name of its PHY's domain).
+    """
+
+    router: str
+    links: Mapping[LinkConfig, str]
+
+
+def parts(plan: NodePlan) -> Parts:
+    """The parts of ``plan``'s node to lower apart: its router, and each distinct link layer
+    configuration once, in port order."""
+    configs = dict.fromkeys(_shared(port.link) for port in plan.ports)
+    return Parts(f"{plan.node}.router",
+                 {cfg: f"{plan.node}.link_cfg{k}" for k, cfg in enumerate(configs)})
+
+
+def _shared(cfg: LinkConfig) -> LinkConfig:
+    return replace(cfg, phy_domain=SHARED_PHY_DOMAIN)
 
 _LVDS_FAMILY = {"ecp5": "ecp5", "virtex5": "virtex5"}
 
@@ -41,10 +72,10 @@ class NodeTop(wiring.Component):
         and expose their pads as ``port<p>_<pad>``. ``sim``: no adapters; each link port
         exposes its link layer's PHY side as ``phy<p>_tx``/``phy<p>_rx``/``phy<p>_up`` in
         domain ``phy<p>``, which the simulation provides and wires to a link model.
-    links : Mapping[LinkConfig, Lowered], optional
-        Link layers already lowered, by configuration (:func:`link_configs`): each link
-        port instantiates its configuration's module instead of holding a link layer of
-        its own. Without it, every link layer is part of this design.
+    parts : Parts, optional
+        The router and link layers are lowered apart (:func:`parts`), and this design
+        instantiates their modules instead of holding them. Without it, they are part of
+        this design (as simulation needs).
 
     Members
     -------
@@ -56,10 +87,10 @@ class NodeTop(wiring.Component):
     """
 
     def __init__(self, plan: NodePlan, phys: str = "vendor",
-                 links: Mapping[LinkConfig, Lowered] | None = None):
+                 parts: Parts | None = None):
         self.plan = plan
         self.phys = phys
-        self.links = links
+        self.parts = parts
         self._adapters = {}
         members = {}
         for name, ep in zip(plan.endpoint_names, plan.endpoints, strict=True):
@@ -92,7 +123,11 @@ class NodeTop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         plan = self.plan
-        m.submodules.router = router = Router(plan.router)
+        if self.parts is None:
+            m.submodules.router = router = Router(plan.router)
+        else:
+            router = instantiate(m, "router", self.parts.router,
+                                 Router.signature_of(plan.router), {"sync": "sync"})
         m.submodules.hub = hub = LocalHub(plan.fmt, len(plan.endpoints), plan.router.depth)
         wiring.connect(m, router.out[0], hub.from_router)
         wiring.connect(m, hub.to_router, router.inp[0])
@@ -119,12 +154,12 @@ class NodeTop(wiring.Component):
         ups = []
         for port in plan.ports:
             p = port.port
-            if self.links is None:
-                link = LinkLayer(port.link)
+            if self.parts is None:
+                m.submodules[f"link{p}"] = link = LinkLayer(port.link)
             else:
-                link = Instantiated(self.links[_shared(port.link)],
-                                    {"sync": "sync", SHARED_PHY_DOMAIN: port.link.phy_domain})
-            m.submodules[f"link{p}"] = link
+                link = instantiate(m, f"link{p}", self.parts.links[_shared(port.link)],
+                                   LinkLayer.signature_of(port.link),
+                                   {"sync": "sync", SHARED_PHY_DOMAIN: port.link.phy_domain})
             wiring.connect(m, router.out[p], link.tx_flit)
             wiring.connect(m, link.rx_flit, router.inp[p])
             m.d.comb += [link.cred_local.eq(router.cred_out[p]),
@@ -151,17 +186,6 @@ class NodeTop(wiring.Component):
         if ups:
             m.d.comb += self.link_up.eq(Cat(ups))
         return m
-
-
-def link_configs(plan: NodePlan) -> list[LinkConfig]:
-    """The distinct configurations of ``plan``'s link layers, in port order, each with the
-    PHY clock domain ``phy`` (a link layer's only per-port difference is the name of its
-    PHY's domain), to be lowered once each and passed to :class:`NodeTop` as ``links``."""
-    return list(dict.fromkeys(_shared(port.link) for port in plan.ports))
-
-
-def _shared(cfg: LinkConfig) -> LinkConfig:
-    return dataclasses.replace(cfg, phy_domain=SHARED_PHY_DOMAIN)
 
 
 def ip_name(port) -> str:
