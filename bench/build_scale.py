@@ -14,9 +14,10 @@ figure includes start-up, as a user sees it), from an empty output directory:
   8B/10B, dimension-order routing.
 
 Every node of each cluster has the same hardware role, so each is lowered through Amaranth
-once (:mod:`optnet.emit.roles`). Target (the build issue): under 60 s for the 64-node
-cluster on the 2-core reference machine. Peak memory is the build process's maximum
-resident set size.
+once (:mod:`optnet.emit.roles`), its router in a worker process while the main process
+lowers the rest (each distinct link layer configuration once: :func:`optnet.hw.top.parts`).
+Target (the build issue): under 60 s for the 64-node cluster on the 2-core reference
+machine. Peak memory is the build process's maximum resident set size.
 """
 
 from __future__ import annotations

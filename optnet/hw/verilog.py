@@ -7,7 +7,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from amaranth.back import verilog
-from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal, Value
+from amaranth.hdl import (
+    ClockDomain,
+    ClockSignal,
+    Elaboratable,
+    Fragment,
+    Instance,
+    Module,
+    ResetSignal,
+    Signal,
+    Value,
+)
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
@@ -32,9 +42,14 @@ def component_ports(component: wiring.Component) -> list[Signal]:
 _FIFO_ZERO_INIT = re.compile(r"  initial begin\n(?:    storage\[\d+\] = \d+'h0+;\n)+  end\n")
 
 
-def to_verilog(component: wiring.Component, name: str) -> str:
+def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = ()) -> str:
     """Verilog of ``component`` as a module called ``name``, without source locations (so the
     text does not depend on where optnet is installed).
+
+    ``domains``: the clock domains the component uses but does not define, defined here in
+    this order, each with its ``clk`` and ``rst`` ports. Amaranth would create them itself,
+    but in the order of a set, so with two or more the module's ports would come in an
+    order that varies with ``PYTHONHASHSEED``. One (``sync``) may be left to Amaranth.
 
     Amaranth gives every memory an initial value, zeros if none is asked for. A FIFO never
     reads an entry it has not written, so the zeros of FIFO storage are dropped: for a
@@ -42,9 +57,22 @@ def to_verilog(component: wiring.Component, name: str) -> str:
     tools parse slowly (Yosys takes minutes) and which pins the RAM's power-up contents for
     no reason. Memories whose zeros matter (credit counters, tables) keep them.
     """
-    text = verilog.convert(component, name=name, ports=component_ports(component),
+    clocks = [ClockDomain(domain) for domain in domains]
+    ports = component_ports(component) + [s for cd in clocks for s in (cd.clk, cd.rst)]
+    text = verilog.convert(_WithDomains(component, clocks), name=name, ports=ports,
                            emit_src=False)
     return _FIFO_ZERO_INIT.sub("", text)
+
+
+class _WithDomains(Elaboratable):
+    # ``component``'s fragment with ``clocks`` defined at its top.
+    def __init__(self, component: wiring.Component, clocks: list[ClockDomain]):
+        self.component, self.clocks = component, clocks
+
+    def elaborate(self, platform):
+        fragment = Fragment.get(self.component, platform)
+        fragment.add_domains(*self.clocks)
+        return fragment
 
 
 @dataclass(frozen=True)
@@ -101,7 +129,8 @@ def lower(component: wiring.Component, name: str, domains: Iterable[str]) -> Low
     ValueError
         If the module's ports are not those of :func:`module_ports`.
     """
-    text = to_verilog(component, name)
+    domains = tuple(domains)
+    text = to_verilog(component, name, domains)
     header = re.search(r"^module \\?(\S+) ?\(([^)]*)\);$", text, re.M)
     if header is None or header.group(1) != name:
         raise ValueError(f"the Verilog of {name!r} does not start with its module")
