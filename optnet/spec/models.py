@@ -53,6 +53,7 @@ Rate = _quantity(Dimension.RATE, "A data rate such as '10.3125Gbps'.")
 Frequency = _quantity(Dimension.FREQUENCY, "A frequency such as '156.25MHz'.")
 Size = _quantity(Dimension.SIZE, "A size such as '16KiB' (B = byte, b = bit).")
 Length = _quantity(Dimension.LENGTH, "A length such as '2m' or '30cm'.")
+Duration = _quantity(Dimension.TIME, "A time such as '541ns' or '0.71us'.")
 Flits = _quantity(Dimension.FLITS, "A number of flits such as '8 flits'.")
 Packets = _quantity(Dimension.PACKETS, "A number of packets such as '64 packets'.")
 
@@ -350,6 +351,43 @@ class EndpointDesc(_Model):
     """Priority class (0 = lowest)."""
 
 
+class PhyModelDesc(_Model):
+    """Model parameters of one link protocol; each replaces optnet's figure."""
+
+    noun: ClassVar[str] = "the protocol's model parameters"
+    latency: Duration | None = None
+    """One-way latency of the PHY pair: serialiser, encoding, alignment, deserialiser (a
+    measured hop latency, less the router, fits here)."""
+    user_rate: Rate | None = None
+    """Most the IP's user interface carries per lane (its width times its clock), when that
+    is below the encoded line rate (OPTWEB: 64 bits at 355 MHz)."""
+    hop: Duration | None = None
+    """A measured one-way hop over this protocol, router excluded (BEE3's 541 ns Aurora
+    hop): replaces the model's link layers, PHY pair, serialisation and cable."""
+
+
+class ModelDesc(_Model):
+    """Parameters of the report's models; each replaces optnet's default (docs/report.md)."""
+
+    noun: ClassVar[str] = "the model settings"
+    router_cycles: int | None = Field(None, ge=1, le=64)
+    """Cycles a head flit spends in a router at zero load; default `network.router.pipeline`,
+    one more on families whose tables are in block RAM."""
+    link_layer_cycles: int | None = Field(None, ge=0, le=4096)
+    """Network clock cycles of both link layers of a hop (framing, clock crossings, check)."""
+    hub_cycles: int | None = Field(None, ge=0, le=64)
+    """Network clock cycles between an endpoint and its router, each way."""
+    cable_delay: Duration = q("5ns", Dimension.TIME)
+    """Propagation delay per metre of cable (links without a length count 1 m)."""
+    phy: dict[Phy, PhyModelDesc] = {}
+    """Per link protocol: latency and user-interface rate."""
+    startup: Duration = q("0ns", Dimension.TIME)
+    """Time from a transfer's request to its first flit (DMA set-up, memory read): OPTWEB's
+    configuration delay."""
+    error_rate: float = Field(0.0, ge=0.0, lt=1.0)
+    """Probability that a packet is corrupted on a link and resent (CusComNet's rho)."""
+
+
 class ClusterDesc(_Model):
     """A cluster of FPGAs and the network that joins them."""
 
@@ -380,6 +418,8 @@ class ClusterDesc(_Model):
     """Route computation and broadcast."""
     endpoints: list[EndpointDesc] = []
     """Transport endpoints present on every node."""
+    model: ModelDesc = ModelDesc()
+    """Parameters of the report's latency, bandwidth and collective models."""
 
 
 # --------------------------------------------------------------------------- board file
