@@ -157,4 +157,4 @@ def hop_latency(cluster: Cluster, link: Link) -> Fraction:
     net = cluster.desc.network
     router = Fraction(net.router.pipeline) / net.clock.value
     length = link.length.value if link.length is not None else Fraction(1)
-    return router + PHYS[link.phy].latency.value + length * _NS_PER_M
+    return router + PHYS[link.phy].pair_latency(link.line_rate.value) + length * _NS_PER_M

@@ -37,8 +37,13 @@ class PhyInfo:
     efficiency : Fraction
         Payload bits per line bit of the encoding alone.
     latency : Quantity
-        Typical one-way PHY latency.
+        One-way latency of the PHY pair that does not scale with the line rate.
     source : str
+    latency_cycles : int
+        User-clock cycles of the IP pair's documented latency (0 when only a time is known).
+    cycle_bits : int
+        Line bits per lane in one user-clock cycle, so a cycle lasts
+        ``cycle_bits / line_rate``.
     """
 
     name: str
@@ -50,6 +55,12 @@ class PhyInfo:
     efficiency: Fraction
     latency: Quantity
     source: str
+    latency_cycles: int = 0
+    cycle_bits: int = 0
+
+    def pair_latency(self, line_rate: Fraction) -> Fraction:
+        """One-way latency of the PHY pair in seconds at ``line_rate`` (bit/s per lane)."""
+        return self.latency.value + Fraction(self.latency_cycles * self.cycle_bits) / line_rate
 
 
 def _ns(value: int) -> Quantity:
@@ -58,17 +69,22 @@ def _ns(value: int) -> Quantity:
 
 PHYS: dict[str, PhyInfo] = {p.name: p for p in (
     PhyInfo("aurora_8b10b", frozenset({"xilinx"}), "serial", _rate("0.5Gbps"),
-            _rate("6.6Gbps"), 16, Fraction(8, 10), _ns(500),
-            "Xilinx PG046 v11.1 (Aurora 8B/10B): 0.5-6.6 Gb/s per lane, 1-16 lanes; hop "
-            "latency after the BEE3 paper's 541 ns Aurora hop at 1.95 Gb/s"),
+            _rate("6.6Gbps"), 16, Fraction(8, 10), _ns(0),
+            "Xilinx PG046 v11.1 (Aurora 8B/10B): 0.5-6.6 Gb/s per lane, 1-16 lanes; latency "
+            "(Latency section) about 37 user_clk cycles TX to RX for 2-byte lanes, one "
+            "user_clk per 20 line bits (the BEE3 paper measures a 541 ns hop at 1.95 Gb/s)",
+            latency_cycles=37, cycle_bits=20),
     PhyInfo("aurora_64b66b", frozenset({"xilinx"}), "serial", _rate("0.5Gbps"),
-            _rate("28.21Gbps"), 16, Fraction(64, 66), _ns(250),
+            _rate("28.21Gbps"), 16, Fraction(64, 66), _ns(0),
             "Xilinx PG074 v12.0 (Aurora 64B/66B): from 0.5 Gb/s, up to 16 lanes, GTY up to "
-            "28.2 Gb/s; hop latency after the BlueDBM paper (< 0.5 us per hop incl. router)"),
+            "28.2 Gb/s; latency table: 46 logic + 2 gearbox + 7 clock compensation user_clk "
+            "cycles (one lane), user_clk = line rate / 64 (BlueDBM measures 0.48 us at 10 "
+            "Gb/s)", latency_cycles=55, cycle_bits=64),
     PhyInfo("serial_lite_3", frozenset({"intel"}), "serial", _rate("1Gbps"),
-            _rate("28.3Gbps"), 24, Fraction(64, 67), _ns(300),
+            _rate("28.3Gbps"), 24, Fraction(64, 67), _ns(150),
             "Intel UG-683330 (Serial Lite III Streaming): Stratix 10 1-24 lanes up to 28 Gbps "
-            "(H-tile GXT 28.3 Gb/s, UG-683621); OPTWEB measures 0.71 us start-up latency"),
+            "(H-tile GXT 28.3 Gb/s, UG-683621); latency 0.15 us at 25 Gb/s as OPTWEB "
+            "measures it (§4.3.2); the legacy user guide gives 213-280 ns on Arria 10"),
     PhyInfo("interlaken", frozenset({"intel", "xilinx"}), "serial", _rate("3.125Gbps"),
             _rate("53.125Gbps"), 12, Fraction(64, 67), _ns(300),
             "Intel UG-683396 (Interlaken 2nd gen): 4-12 lanes, 6.25-53.125 Gb/s; Xilinx PG169 "

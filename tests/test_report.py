@@ -87,9 +87,10 @@ def test_files_and_schema(ring):
     d = c["latency"]["diameter"]
     assert (d["src"], d["dst"], d["routers"], d["hops"]) == (
         "fpga0", "fpga2", 3, {"aurora_8b10b x1": 2})
-    # 3 routers of 3 cycles at 166.66 MHz, 2 hops of 8 link-layer cycles and 500 ns PHY,
-    # 99-bit frames at 4 Gb/s, 1 m cables, a hub cycle at each end
-    assert d["parts_ns"] == {"hub": 12.0, "router": 54.002, "link_layer": 96.004, "phy": 1000.0,
+    # 3 routers of 3 cycles at 166.66 MHz, 2 hops of 8 link-layer cycles and an Aurora pair
+    # of 37 user clocks (148 ns at 5 Gb/s), 99-bit frames at 4 Gb/s, 1 m cables, a hub cycle
+    # at each end
+    assert d["parts_ns"] == {"hub": 12.0, "router": 54.002, "link_layer": 96.004, "phy": 296.0,
                              "serialisation": 49.5, "cable": 10.0}
     assert c["collectives"]["sendrecv"]["limit_bps"] == 8e9
     manifest = json.loads((ring / "manifest.json").read_text())
@@ -101,10 +102,10 @@ def test_markdown_sections_and_figures(ring):
     for heading in ("## Cluster plasticnet_ring4", "### Latency", "### Bandwidth",
                     "### Collectives", "### Model parameters"):
         assert f"\n{heading}\n" in md
-    assert ("Diameter: fpga0 to fpga2, 1221.5 ns through 3 routers and 2 x aurora_8b10b x1; "
-            "round trip 2443.0 ns.") in md
+    assert ("Diameter: fpga0 to fpga2, 517.5 ns through 3 routers and 2 x aurora_8b10b x1; "
+            "round trip 1035.0 ns.") in md
     assert "| pn0 | 20 | 1 | yes | 100.0 % |" in md
-    assert "| sendrecv | 625.8 ns | 8.00 Gb/s |" in md
+    assert "| sendrecv | 273.8 ns | 8.00 Gb/s |" in md
 
 
 def test_html_is_self_contained_with_every_plot(ring):

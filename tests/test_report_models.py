@@ -117,6 +117,16 @@ def test_plasticnet_overhead_falls_towards_20_percent():
     assert _close(channel_overhead(link, 2**20, PLASTICNET_OVERHEAD), Fraction(1, 5), 0.001)
 
 
+def test_plasticnet_best_case_latency_is_about_300_ns():
+    # §V: "just over 300 ns" between neighbours at light load, Aurora 8B/10B at 5 Gb/s; the
+    # model, with optnet's router, link layer and hub and PG046's 37 user clocks for the
+    # Aurora pair, from the example as it stands (no overrides)
+    routed = lint_file(ROOT / "examples" / "plasticnet_ring4.yaml").routed
+    params = model_params(routed.cluster)
+    one_hop = path_latency(routed, params, 0, 1).total
+    assert _close(one_hop, 300 * NS, 0.10), float(one_hop / NS)
+
+
 # ---------------------------------------------------------------------------------- BlueDBM
 
 def test_bluedbm_link_rate_and_hop_latency(tmp_path):
@@ -134,6 +144,14 @@ def test_bluedbm_link_rate_and_hop_latency(tmp_path):
     hops = len(routed.routing.path(routed.net, 0, far))
     assert round_trip(routed, params, 0, far) < 2 * hops * Fraction(1, 2) * US + 4 * params.cycles(
         params.hub_cycles + params.router_cycles)
+
+
+def test_bluedbm_hop_from_optnet_figures_alone_is_under_half_a_microsecond():
+    routed = lint_file(ROOT / "examples" / "bluedbm_20.yaml").routed
+    params = model_params(routed.cluster)
+    one = hop(params, routed.cluster.links[0])
+    assert one.parts["phy"] == Fraction(55 * 64, 10 * GBPS)          # PG074: 55 user clocks
+    assert Fraction(4, 10) * US < one.total < Fraction(1, 2) * US
 
 
 def test_bluedbm_efficiency_the_paper_measures_and_what_optnet_framing_gives():

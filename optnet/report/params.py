@@ -90,9 +90,10 @@ class ModelParams:
         Seconds from a transfer's request to its first flit.
     error_rate : float
         Probability a packet is corrupted on one link and resent.
-    phys : Mapping[str, tuple[Fraction, Fraction | None, Fraction | None]]
-        Per protocol: PHY latency (s), user-interface rate per lane (bit/s) and measured hop
-        (s), the last two None unless the cluster file gives them.
+    phys : Mapping[str, tuple[Fraction | None, Fraction | None, Fraction | None]]
+        Per protocol, as the cluster file gives them (else None): PHY latency (s; None: the
+        PHY table's at the link's line rate), user-interface rate per lane (bit/s) and a
+        measured hop (s).
     """
 
     clock: Fraction
@@ -105,7 +106,7 @@ class ModelParams:
     frame_bits: int
     startup: Fraction
     error_rate: float
-    phys: Mapping[str, tuple[Fraction, Fraction | None, Fraction | None]]
+    phys: Mapping[str, tuple[Fraction | None, Fraction | None, Fraction | None]]
 
     def cycles(self, count: int) -> Fraction:
         """``count`` network clock cycles in seconds."""
@@ -114,8 +115,10 @@ class ModelParams:
     def link(self, link: Link) -> LinkParams:
         """The model's view of ``link``."""
         latency, user_rate, hop = self.phys[link.phy]
-        return LinkParams(link.lanes, link.line_rate.value, PHYS[link.phy].efficiency,
-                          user_rate, latency,
+        info = PHYS[link.phy]
+        return LinkParams(link.lanes, link.line_rate.value, info.efficiency, user_rate,
+                          info.pair_latency(link.line_rate.value) if latency is None
+                          else latency,
                           link.length.value if link.length is not None else Fraction(1), hop)
 
     @staticmethod
@@ -137,9 +140,10 @@ def model_params(cluster: Cluster) -> ModelParams:
     link_cfg = LinkConfig(fmt, 32, "phy", int(net.router.buffer.value),
                           window=net.reliability.window, crc_bits=crc)
     phys = {}
-    for name, info in PHYS.items():
+    for name in PHYS:
         given = model.phy.get(name)
-        latency = given.latency.value if given and given.latency else info.latency.value
+        # None: the PHY table's latency at each link's line rate
+        latency = given.latency.value if given and given.latency else None
         user = given.user_rate.value if given and given.user_rate else None
         hop = given.hop.value if given and given.hop else None
         phys[name] = (latency, user, hop)
