@@ -17,7 +17,13 @@ from optnet.report.bandwidth import (
     optnet_packet,
     packet_efficiency,
 )
-from optnet.report.collectives import COLLECTIVES, collective, cuscomnet_broadcast, max_links
+from optnet.report.collectives import (
+    COLLECTIVES,
+    collective,
+    cuscomnet_broadcast,
+    cuscomnet_queueing,
+    max_links,
+)
 from optnet.report.latency import diameter, hop, latency_matrix, path_latency, round_trip
 from optnet.report.params import LinkParams, model_params
 
@@ -220,6 +226,17 @@ def test_cuscomnet_broadcast_model(data, packet, k, rho, fit, expected_us):
     params = dict(TABLE1, routing_latency=TABLE1["routing_latency"] + fit)
     t = cuscomnet_broadcast(data, packet, k, error_rate=rho, **params)
     assert t == Fraction(expected_us) * US
+
+
+def test_cuscomnet_queueing_term():
+    rate = TABLE1["link_rate"]
+    # no background unicast traffic: no queueing (their stand-alone broadcast)
+    assert cuscomnet_queueing(528, rate, 100 * US, Fraction(0), Fraction(2), 16) == 0
+    # 10^6 packets/s over 100 us, 2 links each, 16 nodes x 4 queues: 200/64 packets queued
+    t_q = cuscomnet_queueing(528, rate, 100 * US, Fraction(10**6), Fraction(2), 16)
+    assert t_q == Fraction(528) / rate * Fraction(200, 64)
+    with_q = cuscomnet_broadcast(512, 528, 2, queueing=t_q, **TABLE1)
+    assert with_q - cuscomnet_broadcast(512, 528, 2, **TABLE1) == 2 * t_q   # k^ = 2 links
 
 
 def test_cuscomnet_torus_longest_path_is_four_links():

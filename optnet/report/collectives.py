@@ -173,6 +173,17 @@ def cuscomnet_broadcast(data_bits: int, packet_bits: int, max_links: int, link_r
     return packets * (t_link + app_latency) + (max_links - 1) * t_link + app_latency
 
 
+def cuscomnet_queueing(packet_bits: int, link_rate: Fraction, window: Fraction,
+                       packet_rate: Fraction, average_links: Fraction, nodes: int,
+                       ports: int = 4) -> Fraction:
+    """CusComNet's queueing delay (their eq. 2), seconds: the unicast packets created in
+    ``window`` seconds at ``packet_rate`` per second each occupy ``average_links`` queue
+    slots, spread over ``nodes`` x ``ports`` output queues, and each queued packet costs one
+    serialisation ``p / B_l``: ``T_q = T_pkt (T' lambda k~) / N / ports``."""
+    t_pkt = Fraction(packet_bits) / link_rate
+    return t_pkt * window * packet_rate * average_links / nodes / ports
+
+
 def max_links(routed: Routed, root: int, nodes: Iterable[int] | None = None) -> int:
     """``k^`` of :func:`cuscomnet_broadcast`: the most links on a route from ``root``."""
     net = routed.net
