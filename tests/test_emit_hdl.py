@@ -37,14 +37,16 @@ def sl3_node():
     return plan(lint_file(path).routed)[0]
 
 
-def test_one_module_per_link_configuration_and_the_router_apart(sl3_node):
+def test_parts_lowered_once_and_instantiated_per_port(sl3_node):
     p = sl3_node
     assert len(p.ports) >= 3
     names = parts(p)
     assert names.router == f"{p.node}.router"
     assert list(names.links.values()) == [f"{p.node}.link_cfg0"]
     text = node_verilog(p)
-    for module, count in ((names.router, 1), (f"{p.node}.link_cfg0", len(p.ports))):
+    assert names.buffer == f"{p.node}.router_buf"
+    for module, count in ((names.router, 1), (f"{p.node}.link_cfg0", len(p.ports)),
+                          (names.buffer, len(p.ports) + 1)):   # and the local port's
         assert len(re.findall(rf"^module \\{re.escape(module)} \(", text, re.M)) == 1
         assert len(re.findall(rf"^  \\{re.escape(module)}  \w+ \(", text, re.M)) == count
     # one file header and one top module: the appended modules are not tops

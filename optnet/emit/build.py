@@ -35,7 +35,7 @@ from optnet.emit.constraints import constraint_files
 from optnet.emit.drawing import topology_svg
 from optnet.emit.env import render_template
 from optnet.emit.projects import ecp5_device, project_files
-from optnet.emit.roles import retarget, retarget_top
+from optnet.emit.roles import RoleTemplate, retarget_top
 from optnet.emit.writer import MANIFEST, manifest_text, sha256
 from optnet.plan import BLOCK_TABLE_FAMILIES, NodePlan
 from optnet.report.render import report_files
@@ -101,10 +101,12 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
             f"has nothing to do; build each node's vendor project in its folder instead.")
     boards = {n.board.name: n.board for n in routed.cluster.nodes}
     lowered = _lower_roles(plans, boards, jobs, progress)
+    templates = {role: RoleTemplate(rep_files[f"rtl/{rep.node}.v"], rep)
+                 for role, (rep, rep_files) in lowered.items()}
     files: dict[str, str] = {}
     for i, p in enumerate(plans):
         rep, rep_files = lowered[p.role()]
-        for rel, text in _node_files(p, rep, rep_files, boards[p.board],
+        for rel, text in _node_files(p, rep, rep_files, templates[p.role()], boards[p.board],
                                      routed.cluster.name).items():
             files[f"nodes/{p.node}/{rel}"] = text
         progress("emit", i + 1, len(plans), p.node)
@@ -224,10 +226,11 @@ def _lower_roles(plans: Sequence[NodePlan], boards: Mapping[str, BoardDesc], job
 
 
 def _node_files(plan: NodePlan, rep: NodePlan, rep_files: Mapping[str, str],
-                board: BoardDesc, cluster: str) -> dict[str, str]:
+                template: RoleTemplate, board: BoardDesc, cluster: str) -> dict[str, str]:
     """Every file of one node's folder, relative to it."""
     files = {rel: text for rel, text in rep_files.items() if rel.startswith("stubs/")}
-    files[f"rtl/{plan.node}.v"] = retarget(rep_files[f"rtl/{rep.node}.v"], rep, plan)
+    files[f"rtl/{plan.node}.v"] = (rep_files[f"rtl/{rep.node}.v"] if plan == rep
+                                   else template.render(plan))
     files[f"rtl/{plan.node}_top.v"] = retarget_top(rep_files[f"rtl/{rep.node}_top.v"], rep,
                                                    plan)
     files.update(constraint_files(plan, board))

@@ -17,27 +17,30 @@ __all__ = ["lower_router", "node_files", "node_verilog", "one_per_role", "write_
 
 
 def lower_router(plan: NodePlan) -> Lowered:
-    """``plan``'s router lowered on its own, as module ``<node>.router``."""
-    return lower(Router(plan.router), parts(plan).router, ["sync"])
+    """``plan``'s router lowered on its own, as module ``<node>.router``; it instantiates its
+    input buffer (:func:`node_verilog` lowers that)."""
+    names = parts(plan)
+    return lower(Router(plan.router, buffers=names.buffer), names.router, ["sync"])
 
 
 def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
     """The Verilog of ``plan``'s :class:`~optnet.hw.top.NodeTop`: module ``<node>`` and its
     submodules, then the parts it instantiates (:func:`optnet.hw.top.parts`): the router
-    ``<node>.router`` and one module ``<node>.link_cfg<k>`` per distinct link layer
-    configuration. Lowering each configuration once rather than once per port is what keeps
-    a node with 63 links quick to build.
+    ``<node>.router``, its input buffer ``<node>.router_buf`` (one module for all ports) and
+    one module ``<node>.link_cfg<k>`` per distinct link layer configuration. Lowering each
+    once rather than once per port is what keeps a node with 63 links quick to build.
 
     With ``executor``, the router (for a 64-port router, most of the work) is lowered there
     while the rest is lowered here.
     """
     names = parts(plan)
     router = executor.submit(lower_router, plan) if executor else None
-    links = [lower(LinkLayer(cfg), name, ["sync", SHARED_PHY_DOMAIN])
-             for cfg, name in names.links.items()]
+    shared = [lower(Router.input_buffer(plan.router), names.buffer, ["sync"])]
+    shared += [lower(LinkLayer(cfg), name, ["sync", SHARED_PHY_DOMAIN])
+               for cfg, name in names.links.items()]
     top = to_verilog(NodeTop(plan, parts=names), plan.node)
     router = router.result() if router else lower_router(plan)
-    return top + router.verilog + "".join(link.verilog for link in links)
+    return top + router.verilog + "".join(part.verilog for part in shared)
 
 
 def node_files(plan: NodePlan, executor: Executor | None = None) -> dict[str, str]:

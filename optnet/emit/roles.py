@@ -24,7 +24,7 @@ import re
 from optnet.hw.router import route_table
 from optnet.plan import NodePlan
 
-__all__ = ["RoleError", "initialise_memories", "retarget", "retarget_top"]
+__all__ = ["RoleError", "RoleTemplate", "initialise_memories", "retarget", "retarget_top"]
 
 
 class RoleError(Exception):
@@ -33,7 +33,7 @@ class RoleError(Exception):
 
 def retarget(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
     """The Verilog of ``plan``'s node, from ``verilog``, that of ``rep``'s node of the same
-    role.
+    role (:class:`RoleTemplate` once, then :meth:`RoleTemplate.render`).
 
     Raises
     ------
@@ -45,12 +45,116 @@ def retarget(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
     _check_role(rep, plan)
     if plan == rep:
         return verilog
-    text = _rename(verilog, rep.node, plan.node)
+    return RoleTemplate(verilog, rep).render(plan)
+
+
+def _memories(plan: NodePlan) -> dict[str, list[int]]:
+    # the memories that differ between nodes of a role, with ``plan``'s contents
     memories = {f"table{port}": route_table(plan.router, port)
                 for port in range(plan.router.ports)}
     if not plan.router.block_tables:
         memories["node_id_rom"] = [plan.node_id]
-    return initialise_memories(text, memories)
+    return memories
+
+
+class RoleTemplate:
+    """The Verilog of ``rep``'s node cut, once, at every place where another node of its
+    role differs: its module names and the contents of its tables and node id.
+
+    :meth:`render` fills the cuts in for a node: one join of the pieces rather than a rewrite
+    of the whole text, which for a 64-port router is megabytes per node.
+
+    Raises
+    ------
+    RoleError
+        If the top module or a memory to rewrite is not found exactly once in ``verilog``.
+    """
+
+    def __init__(self, verilog: str, rep: NodePlan):
+        self.rep = rep
+        expected = _memories(rep)
+        seen = dict.fromkeys(expected, 0)
+        names = re.compile(rf"(\\{re.escape(rep.node)}\.|^module {re.escape(rep.node)}\()",
+                           re.M)
+        pieces: list[str | tuple] = []
+        pos = 0
+        for match in _BLOCK.finditer(verilog):
+            memory = match.group(2)
+            if memory not in seen:
+                continue
+            seen[memory] += 1
+            pieces += _cut(names, verilog[pos:match.start()])
+            pieces.append((memory, _heads(match, len(expected[memory]))))
+            pos = match.end()
+        pieces += _cut(names, verilog[pos:])
+        tops = pieces.count(_MODULE)
+        if tops != 1:
+            raise RoleError(f"module {rep.node!r} is defined {tops} times in the Verilog "
+                            "(expected once)")
+        for memory, count in seen.items():
+            if count != 1:
+                raise RoleError(f"memory {memory!r} has {count} initial blocks in the Verilog "
+                                "(expected one)")
+        self.pieces = pieces
+
+    def render(self, plan: NodePlan) -> str:
+        """The Verilog of ``plan``'s node.
+
+        Raises
+        ------
+        ValueError
+            If ``plan`` is not of the template's role.
+        RoleError
+            If a word does not fit its memory.
+        """
+        _check_role(self.rep, plan)
+        memories = _memories(plan)
+        out = []
+        for piece in self.pieces:
+            if isinstance(piece, str):
+                out.append(piece)
+            elif piece is _MODULE:
+                out.append(f"module {plan.node}(")
+            elif piece is _PREFIX:
+                out.append(f"\\{plan.node}.")
+            else:
+                out.append(_block(piece[0], piece[1], memories[piece[0]]))
+        return "".join(out)
+
+
+# Markers of the module name cuts in RoleTemplate.pieces.
+_MODULE, _PREFIX = ("module",), ("prefix",)
+
+
+def _cut(names: re.Pattern, text: str) -> list[str | tuple]:
+    # ``text`` split at the node's module names: the top module's header and the ``\<node>.``
+    # prefix of every submodule name
+    out: list[str | tuple] = []
+    for i, part in enumerate(names.split(text)):
+        if i % 2 == 0:
+            out.append(part)
+        else:
+            out.append(_MODULE if part.startswith("module") else _PREFIX)
+    return out
+
+
+def _heads(block: re.Match, words: int) -> tuple[tuple[str, int], ...]:
+    # the left-hand side and width of each word of a memory's initial block (_BLOCK)
+    memory, lines = block.group(2), block.group(1).splitlines()
+    if len(lines) != words:
+        raise RoleError(f"memory {memory!r} has {len(lines)} words, expected {words}")
+    return tuple((head, int(width)) for head, width in
+                 (_WORD.match(line).groups() for line in lines))
+
+
+def _block(memory: str, heads: tuple[tuple[str, int], ...], words: list[int]) -> str:
+    # an initial block giving ``memory`` the contents ``words``
+    out = []
+    for (head, width), word in zip(heads, words, strict=True):
+        if word >> width:
+            raise RoleError(f"word {word:#x} does not fit memory {memory!r} ({width} bits)")
+        out.append(f"{head}{width}'h{word:0{-(-width // 4)}x};")
+    return "  initial begin\n" + "\n".join(out) + "\n  end\n"
 
 
 def retarget_top(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
@@ -105,17 +209,7 @@ def initialise_memories(text: str, memories: dict[str, list[int]]) -> str:
         if memory not in memories:
             return match.group(0)
         seen[memory] += 1
-        lines, words = match.group(1).splitlines(), memories[memory]
-        if len(lines) != len(words):
-            raise RoleError(f"memory {memory!r} has {len(lines)} words, expected {len(words)}")
-        out = []
-        for line, word in zip(lines, words, strict=True):
-            head, width = _WORD.match(line).groups()
-            if word >> int(width):
-                raise RoleError(f"word {word:#x} does not fit memory {memory!r} "
-                                f"({width} bits)")
-            out.append(f"{head}{width}'h{word:0{-(-int(width) // 4)}x};")
-        return "  initial begin\n" + "\n".join(out) + "\n  end\n"
+        return _block(memory, _heads(match, len(memories[memory])), memories[memory])
 
     text = _BLOCK.sub(replace, text)
     for memory, count in seen.items():

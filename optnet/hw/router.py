@@ -66,6 +66,7 @@ from amaranth.lib.wiring import In, Out
 
 from optnet.hw.alloc import RoundRobin
 from optnet.hw.flit import FlitFormat, clog2
+from optnet.hw.verilog import instantiate
 
 __all__ = ["InputBuffer", "Router", "RouterConfig", "mask_bits", "route_table", "table_layout"]
 
@@ -149,6 +150,13 @@ class RouterConfig:
 class Router(wiring.Component):
     """A ``P x V`` router (see the module docstring for the pipeline and protocol).
 
+    Parameters
+    ----------
+    config : RouterConfig
+    buffers : str, optional
+        Module name of the input buffer (:meth:`input_buffer`) lowered apart: every port
+        instantiates it instead of holding a buffer of its own (all are alike).
+
     Members
     -------
     inp : In(stream.Signature(flit, always_ready=True)).array(P)
@@ -167,9 +175,16 @@ class Router(wiring.Component):
         clock edge (the read port has no reset, so the id is there while reset is held).
     """
 
-    def __init__(self, config: RouterConfig):
+    def __init__(self, config: RouterConfig, buffers: str | None = None):
         self.config = config
+        self.buffers = buffers
         super().__init__(self.signature_of(config))
+
+    @staticmethod
+    def input_buffer(config: RouterConfig) -> InputBuffer:
+        """The input buffer of every port of a router of ``config``."""
+        return InputBuffer(config.fmt.flit, _control_layout(config), config.fmt.vcs,
+                           config.depth, derived={"multi": lambda c: _several(c.route.mask)})
 
     @staticmethod
     def signature_of(config: RouterConfig) -> wiring.Signature:
@@ -237,8 +252,11 @@ class Router(wiring.Component):
             else:
                 flit, flit_valid = inp.payload, inp.valid
             header = data.View(f.header, flit.data[:f.header_bits])
-            m.submodules[f"buf{p}"] = buf = InputBuffer(
-                f.flit, ctrl, V, cfg.depth, derived={"multi": lambda c: _several(c.route.mask)})
+            if self.buffers is None:
+                m.submodules[f"buf{p}"] = buf = self.input_buffer(cfg)
+            else:
+                buf = instantiate(m, f"buf{p}", self.buffers,
+                                  InputBuffer.signature_of(f.flit, ctrl, V), {"sync": "sync"})
             bufs.append(buf)
             m.d.comb += [buf.w_ctrl.route.eq(lookup.route), buf.w_ctrl.multi.eq(lookup.multi)]
             m.d.comb += [
@@ -585,7 +603,12 @@ class InputBuffer(wiring.Component):
                  derived: dict | None = None):
         self.vcs, self.depth = vcs, depth
         self.derived = dict(derived or {})
-        super().__init__({
+        super().__init__(self.signature_of(flit, ctrl, vcs))
+
+    @staticmethod
+    def signature_of(flit: data.Layout, ctrl: data.Layout, vcs: int) -> wiring.Signature:
+        """The signature of an input buffer of these layouts and ``vcs`` queues."""
+        return wiring.Signature({
             "w_en": In(vcs), "w_flit": In(flit), "w_ctrl": In(ctrl),
             "valid": Out(vcs), "front": Out(ctrl).array(vcs),
             "pop": In(vcs), "read": In(vcs), "data": Out(flit),

@@ -30,6 +30,8 @@ class Parts:
     ----------
     router : str
         The router's module, ``<node>.router``.
+    buffer : str
+        The router's input buffer, ``<node>.router_buf``, which it instantiates per port.
     links : Mapping[LinkConfig, str]
         One module per distinct link layer configuration, ``<node>.link_cfg<k>``, each
         configuration with the PHY clock domain :data:`SHARED_PHY_DOMAIN` (a link layer's
@@ -37,14 +39,15 @@ class Parts:
     """
 
     router: str
+    buffer: str
     links: Mapping[LinkConfig, str]
 
 
 def parts(plan: NodePlan) -> Parts:
-    """The parts of ``plan``'s node to lower apart: its router, and each distinct link layer
-    configuration once, in port order."""
+    """The parts of ``plan``'s node to lower apart: its router, the router's input buffer,
+    and each distinct link layer configuration once, in port order."""
     configs = dict.fromkeys(_shared(port.link) for port in plan.ports)
-    return Parts(f"{plan.node}.router",
+    return Parts(f"{plan.node}.router", f"{plan.node}.router_buf",
                  {cfg: f"{plan.node}.link_cfg{k}" for k, cfg in enumerate(configs)})
 
 
