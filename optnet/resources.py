@@ -1,4 +1,4 @@
-"""Where the shipped data libraries (boards, topologies, templates, schema) live."""
+"""Where the shipped data libraries (boards, topologies, templates, schema, ipdata) live."""
 
 from __future__ import annotations
 

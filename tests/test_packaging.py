@@ -1,4 +1,5 @@
-"""The wheel carries the board, topology, template and schema libraries and works alone."""
+"""The wheel carries the board, topology, template, schema and IP data libraries and works
+alone."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def test_wheel_contains_data(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in ("optnet/_data/boards/vc707.yaml", "optnet/_data/topologies/bee3_two_x4.yaml",
                  "optnet/_data/templates/docs/format.md.j2",
-                 "optnet/_data/schema/cluster.schema.json", "optnet/cli.py"):
+                 "optnet/_data/schema/cluster.schema.json", "optnet/_data/ipdata/link_ip.yaml",
+                 "optnet/cli.py"):
         assert name in names
     shipped = {p.name for p in (ROOT / "boards").glob("*.yaml")}
     assert shipped == {n.rsplit("/", 1)[1] for n in names
