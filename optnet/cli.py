@@ -171,6 +171,25 @@ def hdl(file: str, output: str, nodes: str | None, one_per_role: bool) -> None:
         click.echo(f"{p.node}: {', '.join(shown_path(w) for w in written)}")
 
 
+def _resources_or_exit(routed, plans) -> list:
+    """Resources of the first node of each hardware role in ``plans``; print the reason and
+    exit 1 when synthesis fails."""
+    from optnet.emit.hdl import one_per_role
+    from optnet.report.resources import ResourcesError, node_resources
+
+    boards = {n.board.name: n.board for n in routed.cluster.nodes}
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = []
+    for rep in one_per_role(plans):
+        with err.status(f"synthesising {rep.node} ({rep.family}) with Yosys"):
+            try:
+                out.append(node_resources(rep, boards[rep.board]))
+            except ResourcesError as exc:
+                click.echo(f"error: {exc}", err=True)
+                sys.exit(EXIT_FINDINGS)
+    return out
+
+
 def _plans_or_exit(routed, file: str, nodes: str | None):
     """The hardware plans of ``routed`` (only ``nodes``, comma-separated, when given); print
     the reasons and exit 1 when the hardware cannot be planned, 2 for an unknown node."""
@@ -207,8 +226,11 @@ def _plans_or_exit(routed, file: str, nodes: str | None):
               help="nextpnr's placement seed (with --bitstream).")
 @click.option("--timing-allow-fail", is_flag=True,
               help="Write bitstreams even if a clock misses its constraint (with --bitstream).")
+@click.option("--resources", is_flag=True,
+              help="Also synthesise one node per hardware role with Yosys for the report's "
+                   "resources (cached by content).")
 def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool, seed: int,
-          timing_allow_fail: bool) -> None:
+          timing_allow_fail: bool, resources: bool) -> None:
     """Build FILE into OUTPUT: lint, route, plan, lower and emit every node's folder,
     the cabling plan, the drawing and the manifest (see docs/build.md).
 
@@ -224,6 +246,7 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
     from optnet.emit.projects import ProjectError
     from optnet.emit.writer import OutputError, write_tree
     from optnet.hw.board import PllError
+    from optnet.report.resources import ResourcesError
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     with err.status("lint and route"):
@@ -242,8 +265,9 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
         try:
             files = build_files(
                 result.routed, plans, result.sources, jobs=jobs, progress=progress,
-                bitstream=BitstreamOptions(seed, timing_allow_fail) if bitstream else None)
-        except (ProjectError, PllError, BitstreamError) as exc:
+                bitstream=BitstreamOptions(seed, timing_allow_fail) if bitstream else None,
+                resources=resources)
+        except (ProjectError, PllError, BitstreamError, ResourcesError) as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_FINDINGS)
         try:
@@ -262,19 +286,24 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
               help="Write report.md, report.html and report.json here (replaced as a whole).")
-def report(files: tuple[str, ...], output: str) -> None:
+@click.option("--resources", is_flag=True,
+              help="Also synthesise one node per hardware role with Yosys for its resources "
+                   "(minutes per role the first time; cached by content).")
+def report(files: tuple[str, ...], output: str, resources: bool) -> None:
     """Report FILES without building: zero-load latency, bandwidth and collectives from the
     models (docs/report.md). Several files are compared side by side.
 
-    Exit status 0 when written, 1 when a cluster has errors, 2 when a file is unreadable or
-    OUTPUT cannot be replaced.
+    Exit status 0 when written, 1 when a cluster has errors (or cannot be synthesised), 2
+    when a file is unreadable or OUTPUT cannot be replaced.
     """
     from optnet.emit.writer import MANIFEST, OutputError, manifest_text, sha256, write_tree
     from optnet.report.render import report_files
     from optnet.report.summary import REPORT_VERSION
 
     results = [_lint_or_exit(file) for file in files]
-    texts = report_files([r.routed for r in results])
+    usage = ([_resources_or_exit(r.routed, _plans_or_exit(r.routed, f, None))
+              for r, f in zip(results, files, strict=True)] if resources else ())
+    texts = report_files([r.routed for r in results], resources=usage)
     data = {rel: text.encode("utf-8") for rel, text in texts.items()}
     inputs = {name: sha256(text.encode("utf-8")) for r in results
               for name, text in sorted(r.sources.items())}

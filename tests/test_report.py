@@ -175,3 +175,23 @@ def test_html_renders_in_headless_chromium(bee3, tmp_path):
     rendered = _outline(dom)
     assert rendered.headings.count("Collectives") == 4 and rendered.svgs == 20
     assert rendered.headings[1] == "Comparison"
+
+
+def test_resources_section_from_yosys(tmp_path, monkeypatch):
+    from .hwtools import yosys
+    yosys()                      # fails in CI without it, as every Yosys test
+    monkeypatch.setenv("OPTNET_CACHE", str(tmp_path / "cache"))
+    out = _report(tmp_path, str(EXAMPLES / "ulx3s_ring4.yaml"), "--resources")
+    doc = json.loads((out / "report.json").read_text())
+    jsonschema.validate(doc, SCHEMA)
+    [node] = doc["clusters"][0]["resources"]
+    assert (node["node"], node["family"], node["logic"]) == ("n0", "ecp5", "lut")
+    assert "seconds" not in node and "cached" not in node          # reproducible
+    components = node["components"]
+    assert all(components[c]["lut"] > 0 for c in ("router", "link_layers", "endpoints"))
+    assert sum(c["lut"] for c in components.values()) == node["total"]["lut"]
+    md = (out / "report.md").read_text()
+    assert "### Resources" in md and f"| total | {node['total']['lut']:g} |" in md
+    # the second report comes from the cache, byte for byte the same
+    again = _report(tmp_path / "again", str(EXAMPLES / "ulx3s_ring4.yaml"), "--resources")
+    assert (again / "report.json").read_bytes() == (out / "report.json").read_bytes()

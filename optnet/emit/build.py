@@ -39,6 +39,7 @@ from optnet.emit.roles import RoleTemplate, retarget_top
 from optnet.emit.writer import MANIFEST, manifest_text, sha256
 from optnet.plan import BLOCK_TABLE_FAMILIES, NodePlan
 from optnet.report.render import report_files
+from optnet.report.resources import NodeResources, node_resources
 from optnet.routing.export import route_json
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.route import Routed
@@ -62,7 +63,8 @@ def _silent(stage: str, done: int, total: int, item: str) -> None:
 
 def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, str], *,
                 jobs: int = 1, progress: Progress = _silent,
-                bitstream: BitstreamOptions | None = None) -> dict[str, bytes]:
+                bitstream: BitstreamOptions | None = None,
+                resources: bool = False) -> dict[str, bytes]:
     """The build tree of ``routed`` for the nodes in ``plans`` (all of them or a subset).
 
     Parameters
@@ -79,6 +81,9 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
     bitstream : BitstreamOptions, optional
         Also build the bitstreams of the nodes the open flow can build
         (:mod:`optnet.emit.bitstream`); their timing goes into the report.
+    resources : bool
+        Also synthesise the first node of each role with Yosys for the report's resources
+        (:func:`optnet.report.resources.node_resources`, cached by content).
 
     Returns
     -------
@@ -93,6 +98,8 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
     BitstreamError
         With ``bitstream``: when no node can be built by the open flow, or as
         :func:`_bitstreams`.
+    ResourcesError
+        With ``resources``: when Yosys cannot synthesise a node.
     """
     if bitstream is not None and not any(map(bitstream_capable, plans)):
         raise BitstreamError(
@@ -114,7 +121,12 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
     placed: list[tuple[PlacedRole, list[str]]] = []
     if bitstream is not None:
         placed = _bitstreams(plans, files, data, bitstream, jobs, progress)
-    files.update(_cluster_files(routed, plans, placed))
+    usage = []
+    if resources:
+        for i, (rep, rep_files) in enumerate(lowered.values()):
+            usage.append(node_resources(rep, boards[rep.board], rep_files))
+            progress("synth", i + 1, len(lowered), rep.node)
+    files.update(_cluster_files(routed, plans, placed, usage))
     data.update((rel, text.encode("utf-8")) for rel, text in files.items())
     data[MANIFEST] = _manifest(routed, data, inputs, boards).encode("utf-8")
     return data
@@ -332,7 +344,8 @@ def _lanes(lanes: tuple[int, ...]) -> str:
 
 
 def _cluster_files(routed: Routed, plans: Sequence[NodePlan],
-                   placed: Sequence[tuple[PlacedRole, list[str]]]) -> dict[str, str]:
+                   placed: Sequence[tuple[PlacedRole, list[str]]],
+                   usage: Sequence[NodeResources]) -> dict[str, str]:
     rows = cabling_rows(routed)
     metrics = compute_metrics(routed)
     summary = route_json(routed, metrics, None, False)
@@ -356,7 +369,7 @@ def _cluster_files(routed: Routed, plans: Sequence[NodePlan],
         # the report of the cluster (optnet report), with the build's nodes and bitstreams
         **report_files([routed], build, render_template(
             "docs/build_report.md.j2", r=routed, m=metrics, plans=plans, rows=rows,
-            clock=_clock, placed=placed)),
+            clock=_clock, placed=placed), [usage]),
     }
 
 

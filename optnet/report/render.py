@@ -18,26 +18,31 @@ from optnet.report import plots
 from optnet.report.collectives import all_pairs_load
 from optnet.report.latency import COMPONENTS
 from optnet.report.params import model_params
+from optnet.report.resources import NodeResources
 from optnet.report.summary import cluster_report, report_json
 from optnet.routing.route import Routed
 
 __all__ = ["report_files"]
 
 
-def report_files(routed: Sequence[Routed], build: dict | None = None,
-                 build_md: str = "") -> dict[str, str]:
+def report_files(routed: Sequence[Routed], build: dict | None = None, build_md: str = "",
+                 resources: Sequence[Sequence[NodeResources]] = ()) -> dict[str, str]:
     """The three report files of ``routed`` (one cluster or several compared).
 
     Parameters
     ----------
     routed : sequence of Routed
+    resources : sequence of sequences of NodeResources
+        Per cluster, the resources of one node per hardware role (none: not synthesised).
     build : dict, optional
         What ``optnet build`` adds to ``report.json`` (its ``build`` member).
     build_md : str
         Markdown ``optnet build`` adds to ``report.md`` and ``report.html`` (nodes,
         bitstreams), already rendered.
     """
-    docs = [cluster_report(r, model_params(r.cluster)) for r in routed]
+    resources = list(resources) or [()] * len(routed)
+    docs = [cluster_report(r, model_params(r.cluster), res)
+            for r, res in zip(routed, resources, strict=True)]
     sections = [] if len(docs) == 1 else [_comparison(docs)]
     for r, doc in zip(routed, docs, strict=True):
         sections += _sections(doc, _figures(r, doc))
@@ -153,11 +158,35 @@ def _sections(doc: dict, figures: dict[str, str]) -> list[Section]:
     out.append(Section("Collectives", 3, tuple(ctext), (Table(
         ("collective", "start-up", "per node, large messages", "64 B", "64 KiB", "16 MiB"),
         tuple(coll_rows)),), (figures["bandwidth"],)))
+    if doc["resources"]:
+        out.append(_resources(doc["resources"]))
     params = doc["parameters"]
     out.append(Section("Model parameters", 3, (
         "Override any of them in the cluster file's model: mapping (docs/report.md).",),
         (Table(("parameter", "value"), tuple((k, str(v)) for k, v in params.items())),)))
     return out
+
+
+def _resources(nodes: list[dict]) -> Section:
+    text = ["One node per hardware role, synthesised with Yosys for its family; each module is "
+            "counted once per instance, the vendor link IP comes from ipdata/link_ip.yaml."]
+    tables = []
+    for node in nodes:
+        logic = node["logic"]
+        rows = [(component, *(f"{usage[k]:g}" for k in (logic, "ff", "bram", "dsp")))
+                for component, usage in node["components"].items()]
+        rows.append(("total" + ("" if node["ip_complete"] else " (without the IP lacking a "
+                                "figure)"), *(f"{node['total'][k]:g}" for k in
+                                              (logic, "ff", "bram", "dsp"))))
+        rows.append(("% of the board", *(f"{node['percent'].get(k, 0.0):.2f} %"
+                                         for k in (logic, "ff", "bram", "dsp"))))
+        tables.append(Table((f"{node['node']} ({node['board']}, {node['family']})",
+                             logic.upper(), "FF", "BRAM", "DSP"), tuple(rows)))
+        text.append(f"{node['node']}: {node['script']}.")
+        text += [note for note in (node["fallback_note"], *node["caveats"]) if note]
+        text += [f"{ip['protocol']} x{ip['lanes']}: {ip['reason']}" for ip in node["ip"]
+                 if ip["each"] is None]
+    return Section("Resources", 3, tuple(text), tuple(tables))
 
 
 def _figures(routed: Routed, doc: dict) -> dict[str, str]:

@@ -7,6 +7,7 @@ the exact fractions stay inside the models. The renderers (Markdown, HTML) read 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
 from optnet import __version__
@@ -14,6 +15,7 @@ from optnet.report.bandwidth import channel_overhead, credit_check, multipath_ra
 from optnet.report.collectives import COLLECTIVES, collective, cuscomnet_broadcast, max_links
 from optnet.report.latency import COMPONENTS, diameter, hop, latency_matrix, round_trip
 from optnet.report.params import ModelParams, model_params
+from optnet.report.resources import NodeResources
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.route import Routed
 
@@ -36,9 +38,11 @@ def _bps(rate: Fraction) -> float:
     return round(float(rate), 1)
 
 
-def cluster_report(routed: Routed, params: ModelParams | None = None) -> dict:
+def cluster_report(routed: Routed, params: ModelParams | None = None,
+                   resources: Sequence[NodeResources] = ()) -> dict:
     """Everything the report says about ``routed``: latency, bandwidth, collectives and the
-    routing metrics, with the parameters used."""
+    routing metrics, with the parameters used; and ``resources``, one node per hardware role
+    (:func:`optnet.report.resources.node_resources`), when synthesised."""
     params = params or model_params(routed.cluster)
     cluster, net = routed.cluster, routed.net
     names = [node.name for node in cluster.nodes]
@@ -59,6 +63,9 @@ def cluster_report(routed: Routed, params: ModelParams | None = None) -> dict:
         "collectives": _collectives(routed, params, matrix),
         "metrics": {key: metrics[key] for key in ("diameter_hops", "average_route_hops",
                                                   "bisection", "path_diversity")},
+        # without the run's time and cache state, so the report stays reproducible
+        "resources": [{k: v for k, v in r.to_dict().items() if k not in ("seconds", "cached")}
+                      for r in resources],
         "size": net.size,
     }
 
