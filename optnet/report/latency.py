@@ -24,8 +24,8 @@ from optnet.cluster import Link
 from optnet.report.params import ModelParams
 from optnet.routing.route import Routed
 
-__all__ = ["COMPONENTS", "Breakdown", "diameter", "hop", "latency_matrix", "path_latency",
-           "round_trip"]
+__all__ = ["COMPONENTS", "Breakdown", "Diameter", "diameter", "hop", "latency_matrix",
+           "path_latency", "round_trip"]
 
 #: The components of a latency, in the order reports list them.
 COMPONENTS = ("hub", "router", "link_layer", "phy", "serialisation", "cable")
