@@ -15,21 +15,28 @@ from optnet.hw.linkmodel import LinkModel
 FMT = FlitFormat(width=32, vcs=2, id_bits=3)
 
 
-def run_link(count=400, ber=0.0, fail=(), phy_width=32, seed=0, cycles=60000):
-    cfg = LinkConfig(FMT, phy_width, "phy", depth=8, window=16, timeout=200)
+def link_pair(cfg: LinkConfig, phy_period: float, phase: float = 0.0, **model):
+    """Two link layers ``a`` and ``b`` joined by a link model each way (``model``: its
+    keyword arguments), the network clock at 10 ns: ``(sim, a, b, ab, ba)``."""
     m = Module()
     m.domains.phy = ClockDomain()
     m.submodules.a = a = LinkLayer(cfg)
     m.submodules.b = b = LinkLayer(cfg)
     sim = Simulator(m)
     sim.add_clock(10e-9)
-    sim.add_clock(7e-9, domain="phy")   # PHY user clock unrelated to the network clock
-    ab = LinkModel(a.phy_tx, b.phy_rx, a.phy_up, "phy", phy_width, latency=6,
-                   ber=ber, fail=fail, seed=seed)
-    ba = LinkModel(b.phy_tx, a.phy_rx, b.phy_up, "phy", phy_width, latency=6,
-                   ber=ber, fail=fail, seed=seed + 1)
+    sim.add_clock(phy_period, domain="phy", phase=phase)
+    seed = model.pop("seed", 0)
+    ab = LinkModel(a.phy_tx, b.phy_rx, a.phy_up, "phy", cfg.phy_width, seed=seed, **model)
+    ba = LinkModel(b.phy_tx, a.phy_rx, b.phy_up, "phy", cfg.phy_width, seed=seed + 1, **model)
     sim.add_testbench(ab.process, background=True)
     sim.add_testbench(ba.process, background=True)
+    return sim, a, b, ab, ba
+
+
+def run_link(count=400, ber=0.0, fail=(), phy_width=32, seed=0, cycles=60000):
+    cfg = LinkConfig(FMT, phy_width, "phy", depth=8, window=16, timeout=200)
+    # PHY user clock unrelated to the network clock
+    sim, a, b, ab, ba = link_pair(cfg, 7e-9, latency=6, ber=ber, fail=fail, seed=seed)
     rng = random.Random(seed)
     sent = [(rng.getrandbits(32), rng.randrange(2)) for _ in range(count)]
     got, credits = [], [0, 0]

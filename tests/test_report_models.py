@@ -288,26 +288,14 @@ def test_user_rate_caps_the_encoded_rate():
 def _link_cycles(width: int, phy_width: int, phy_latency: int) -> tuple[int, int]:
     """Network cycles from a flit entering one LinkLayer to it leaving the other, over the
     link model with the PHY clock at the network clock; and PHY words per frame."""
-    from amaranth.hdl import ClockDomain, Module
-    from amaranth.sim import Simulator
-
     from optnet.hw.flit import FlitFormat
-    from optnet.hw.link import LinkConfig, LinkLayer
-    from optnet.hw.linkmodel import LinkModel
+    from optnet.hw.link import LinkConfig
+
+    from .test_hw_link import link_pair
 
     cfg = LinkConfig(FlitFormat(width=width, vcs=2, id_bits=3), phy_width, "phy", depth=8,
                      window=16, timeout=200)
-    m = Module()
-    m.domains.phy = ClockDomain()
-    m.submodules.a = a = LinkLayer(cfg)
-    m.submodules.b = b = LinkLayer(cfg)
-    sim = Simulator(m)
-    sim.add_clock(10e-9)
-    sim.add_clock(10e-9, domain="phy", phase=3e-9)
-    for tx, rx, up, seed in ((a.phy_tx, b.phy_rx, a.phy_up, 1),
-                             (b.phy_tx, a.phy_rx, b.phy_up, 2)):
-        sim.add_testbench(LinkModel(tx, rx, up, "phy", phy_width, latency=phy_latency,
-                                    seed=seed).process, background=True)
+    sim, a, b, _, _ = link_pair(cfg, 10e-9, phase=3e-9, latency=phy_latency, seed=1)
     cycles = []
 
     async def bench(ctx):
