@@ -153,7 +153,8 @@ _NS_PER_M = Fraction(5, 10**9)
 
 def hop_latency(cluster: Cluster, link: Link) -> Fraction:
     """Simple one-way latency of one hop over ``link`` in seconds: router pipeline, PHY pair,
-    and propagation. The report stage refines this model."""
+    and propagation; routing weighs paths by it. The report's model
+    (:func:`optnet.report.latency.hop`) adds the link layers, serialisation and overrides."""
     net = cluster.desc.network
     router = Fraction(net.router.pipeline) / net.clock.value
     length = link.length.value if link.length is not None else Fraction(1)
