@@ -19,7 +19,7 @@ from optnet.hw.phy.vendor import user_width_for
 from optnet.hw.router import RouterConfig
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.network import LOCAL
-from optnet.routing.proof import prove
+from optnet.routing.proof import Waits, prove
 from optnet.routing.route import Routed
 from optnet.routing.tables import NodeTable, node_tables
 from optnet.spec.models import EndpointDesc
@@ -159,6 +159,7 @@ def plan(routed: Routed) -> list[NodePlan]:
     routed = dataclasses.replace(routed, broadcast=hw_broadcast)
     max_packet = int(net.max_packet.value)
     depth = int(net.router.buffer.value)
+    waits = Waits.of(net, len(eps))
     link_kw = dict(window=net.reliability.window,
                    crc_bits={"crc32": 32, "crc16": 16, "none": 0}[net.reliability.crc])
     ends = {}
@@ -184,9 +185,10 @@ def plan(routed: Routed) -> list[NodePlan]:
             (2 * max_packet,) + (depth,) * (len(table.ports) - 1),
             tuple(table.unicast_words()), tuple(table.multicast_words()),
             allocator=net.router.allocator, priorities=net.priorities,
-            block_tables=node.board.family in BLOCK_TABLE_FAMILIES, node_id=node.id)
+            block_tables=node.board.family in BLOCK_TABLE_FAMILIES,
+            multicast_credits=waits.branch_credits, node_id=node.id)
         endpoints = tuple(EndpointConfig(
-            fmt, node.id, i, ep.width, max_packet, managed=ep.managed,
+            fmt, node.id, i, ep.width, max_packet, waits.broadcast_flits, managed=ep.managed,
             buffer=int(ep.buffer.value) if ep.buffer is not None else 64,
             credit=ep.credit if ep.credit is not None else 16,
             offset=ep.offset if ep.offset is not None else 0,
@@ -218,8 +220,10 @@ def _hardware_broadcast(routed: Routed) -> tuple[Broadcast | None, str]:
             for v in range(n)) for s in range(n))
         return dataclasses.replace(b, masks=masks), ""
     tree = plan_broadcast(net, routed.routing, "tree")
-    vcs = routed.cluster.desc.network.vcs
-    if not prove(net, routed.routing, set(tree.edges), vcs).ok:
+    desc = routed.cluster.desc
+    vcs = desc.network.vcs
+    waits = Waits.of(desc.network, max(len(desc.endpoints), 1))
+    if not prove(net, routed.routing, tree, vcs, waits).ok:
         return None, (f"Cluster '{routed.cluster.name}' asks for cascade broadcast, which the "
                       f"generated hardware does not implement, and the replication trees it "
                       f"would use instead are not deadlock-free with {vcs} VCs.")

@@ -24,7 +24,8 @@ def build(name):
     return result.routed, plan(result.routed)
 
 
-def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles=200_000):
+def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles=200_000,
+             ready=0.7, stall=20_000):
     _, plans = build(name)
     m = Module()
     tops = {}
@@ -65,7 +66,8 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
             for i in range(packets_per_endpoint):
                 is_b = rng.random() < bcast
                 dst = None if is_b else rng.choice([q.node_id for q in plans])
-                length = rng.randint(1, cfg.max_packet - 1)
+                # a broadcast frame longer than broadcast_flits - 1 beats would be cut
+                length = rng.randint(1, (cfg.broadcast_flits if is_b else cfg.max_packet) - 1)
                 # node id, broadcast flag (bit 11) and packet number in the first beat
                 tag = p.node_id << 12 | is_b << 11 | i
                 beats = [tag] + [rng.getrandbits(cfg.width) for _ in range(length - 1)]
@@ -82,6 +84,7 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
             for dst, _ in items:
                 expected_total += (len(plans) - 1) if dst is None else 1
         got_total = 0
+        last_progress = 0
         for cycle in range(max_cycles):
             for (node, e), items in traffic.items():
                 s_axis = getattr(tops[node], f"{e}_s_axis")
@@ -95,7 +98,7 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
                 else:
                     ctx.set(s_axis.valid, 0)
                 m_axis = getattr(tops[node], f"{e}_m_axis")
-                ctx.set(m_axis.ready, rng.random() < 0.7)
+                ctx.set(m_axis.ready, rng.random() < ready)
             for (node, e), items in traffic.items():
                 s_axis = getattr(tops[node], f"{e}_s_axis")
                 if ctx.get(s_axis.valid) and ctx.get(s_axis.ready):
@@ -112,7 +115,10 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
                         packet = tuple(partial.pop(key))
                         received[(*key, packet[0] >> 11 & 1)].append(packet)
                         got_total += 1
+                        last_progress = cycle
             await ctx.tick()
+            if cycle - last_progress > stall:
+                break
             if got_total >= expected_total and cycle % 64 == 0:
                 break
         done["cycles"] = cycle

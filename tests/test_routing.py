@@ -18,10 +18,13 @@ from hypothesis import strategies as st
 from optnet.lint import lint_file
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.network import LOCAL
-from optnet.routing.proof import prove
+from optnet.routing.proof import Waits, describe_cycle, prove
 from optnet.routing.tables import node_tables, render_c_header, render_hex, to_json
 
 from .conftest import ROOT
+
+#: The default network's waits: 16-flit packets and buffers, one endpoint.
+WAITS = Waits(broadcast_flits=16, branch_credits=16)
 
 BOARDS = {"vc707": "{line_rate: 10Gbps}", "stratix10mx_optics":
           "{phy: serial_lite_3, line_rate: 25Gbps}"}
@@ -86,7 +89,7 @@ def test_torus_with_one_vc_deadlocks(tmp_path, dims):
     assert {v for _, v in cycle} == {0}
     assert len({routed.net.link(c).dim for c, _ in cycle}) == 1
     assert len(cycle) == max(k for k in dims if k > 2)
-    assert prove(routed.net, routed.routing, set(), 2).ok
+    assert prove(routed.net, routed.routing, None, 2, WAITS).ok
 
 
 def test_4_ary_torus_needs_no_dateline_with_parity_ties(tmp_path):
@@ -151,7 +154,7 @@ def test_hierarchical_bee3(name, vcs):
     assert inter_hops == vcs - 1  # One-x8 crosses two enclosure boundaries, the others one
     if name in ("bee3_one_x8", "bee3_two_x4"):
         # with one VC, the paper's configuration, the proof finds a cycle
-        assert not prove(net, routed.routing, set(routed.broadcast.edges), 1).ok
+        assert not prove(net, routed.routing, routed.broadcast, 1, WAITS).ok
 
 
 def _random_graph_yaml(seed: int, n: int, extra: int) -> str:
@@ -184,9 +187,9 @@ def test_random_connected_graphs(tmp_path_factory, seed, n, extra, algorithm):
     _check_paths(routed, minimal=algorithm == "shortest")
     if algorithm == "up_down":
         assert routed.routing.vcs_needed == 1
-        assert prove(routed.net, routed.routing, set(), 1).ok
+        assert prove(routed.net, routed.routing, None, 1, WAITS).ok
     else:
-        assert prove(routed.net, routed.routing, set(), routed.routing.vcs_needed).ok
+        assert prove(routed.net, routed.routing, None, routed.routing.vcs_needed, WAITS).ok
 
 
 def test_shortest_balances_load(tmp_path):
@@ -274,7 +277,6 @@ def test_broadcast_trees_reach_every_node_once(tmp_path, topology, algorithm):
 def test_cascade_masks_flood_every_link(tmp_path):
     result = _routed(tmp_path, "topology: {kind: torus, dims: [4, 4]}\n", broadcast="cascade")
     routed = result.routed
-    assert routed.broadcast.edges == frozenset()
     assert all(mask == 0b11111 for row in routed.broadcast.masks for mask in row)
 
 
@@ -351,3 +353,64 @@ def test_route_cli(run, tmp_path):
         "mcast.hex", "routes.h", "routes.hex", "routes.json"]
     bad = run("route", "tests/fixtures/bad/E201_deadlock.yaml")
     assert bad.exit_code == 1 and "error[E201]" in bad.stderr
+
+
+def _ring4(tmp_path):
+    return _routed(tmp_path, "topology: {kind: ring, nodes: 4}\n", algorithm="dimension_order",
+                   broadcast="tree").routed
+
+
+def test_sibling_waits_close_the_ring_broadcast_cycle(tmp_path):
+    # The deadlock two broadcasting nodes of a ring reach when a multicast can hold one
+    # branch while another waits for credit (issue 16): n0's broadcast holds n0 -> n3 and
+    # waits for n0 -> n1, where n0's previous broadcast waits for n1 -> n2, held by n1's
+    # broadcast, which waits for n1 -> n0, where n1's previous one waits for n0 -> n3.
+    routed = _ring4(tmp_path)
+    net = routed.net
+    assert routed.proof.ok    # the hardware's own waits: no sibling wait
+    holding = prove(net, routed.routing, routed.broadcast, 2,
+                    Waits(broadcast_flits=16, branch_credits=4))
+    assert not holding.ok and "sibling" in holding.waits
+    hops = [(net.src[c], net.dst[c]) for c, _ in holding.cycle]
+    assert all(net.dst[c] == net.src[d] or w == "sibling" for (c, _), (d, _), w in zip(
+        holding.cycle, holding.cycle[1:] + holding.cycle[:1], holding.waits, strict=True))
+    assert len(set(hops)) == len(hops)
+    assert "[held by a broadcast that waits for credit on its next branch]" in \
+        describe_cycle(net, holding)
+    # one flit more than the credit a branch starts with is still safe, two are not
+    assert prove(net, routed.routing, routed.broadcast, 2, Waits(5, 4)).ok
+    assert not prove(net, routed.routing, routed.broadcast, 2, Waits(6, 4)).ok
+    # without broadcasts, the same waits are acyclic
+    assert prove(net, routed.routing, None, 2, Waits(16, 4)).ok
+
+
+def test_an_endpoint_that_waits_for_its_sends_closes_a_cycle(tmp_path):
+    # Two nodes' endpoints each waiting for their own sends before taking a packet: n0's
+    # packets to n1 wait for n1's sends to n0, which wait for n0's.
+    routed = _ring4(tmp_path)
+    proof = prove(routed.net, routed.routing, None, 2,
+                  Waits(16, 16, receive_waits_for_send=True))
+    assert not proof.ok and "endpoint" in proof.waits
+
+
+def test_the_proof_counts_the_hardware_waits(tmp_path):
+    # Ring of 4, dateline VCs: 8 link channels; vertices W and F per used (channel, VC),
+    # plus one inject and eject pair per node; every used channel has its credit edge.
+    routed = _ring4(tmp_path)
+    proof = routed.proof
+    used = proof.channels
+    assert used == len({(c, v) for c, v in _used_channels(routed)})
+    assert proof.dependencies >= used + 2 * routed.net.size
+
+
+def _used_channels(routed):
+    net, routing = routed.net, routed.routing
+    for d in range(net.size):
+        for n, c in enumerate(routing.next[d]):
+            if c >= 0:
+                yield c, min(routing.vclass[d][n], 1)
+    for s, masks in enumerate(routed.broadcast.masks):
+        for x, mask in enumerate(masks):
+            for c in net.out[x]:
+                if mask >> net.out_port[c] & 1:
+                    yield c, min(routed.broadcast.classes[s][c], 1)

@@ -2,8 +2,9 @@
 local port.
 
 One AXI4-Stream packet (``tlast`` to ``tlast``) becomes one network packet: a header flit
-and one flit per beat. A frame longer than ``max_packet - 1`` beats is cut into several
-network packets, and the receiver sees ``tlast`` at each cut. Endpoint ``i`` of a node
+and one flit per beat. A frame longer than ``max_packet - 1`` beats (a broadcast:
+``broadcast_flits - 1``) is cut into several network packets, and the receiver sees
+``tlast`` at each cut. Endpoint ``i`` of a node
 talks to endpoint ``i`` of other nodes (endpoints are declared cluster-wide).
 
 Managed endpoints (BlueDBM's end-to-end flow control) never send more packets to a node
@@ -51,6 +52,10 @@ class EndpointConfig:
         AXI4-Stream ``tdata`` bits; at most the flit width.
     max_packet : int
         Flits per network packet, header included.
+    broadcast_flits : int or None
+        Flits per broadcast packet, header included, at most ``max_packet`` (None: that):
+        the deadlock proof's :func:`~optnet.routing.proof.broadcast_flits`, so a router can
+        give a multicast credit for its whole packet on every branch.
     managed : bool
     buffer, credit, offset, init_budget : int
         Receive buffer in packets and the credit parameters (see the module docstring).
@@ -62,6 +67,7 @@ class EndpointConfig:
     index: int
     width: int
     max_packet: int
+    broadcast_flits: int | None = None
     managed: bool = True
     buffer: int = 64
     credit: int = 16
@@ -73,8 +79,11 @@ class EndpointConfig:
         if self.width > self.fmt.width:
             raise ValueError(f"endpoint {self.index} is {self.width} bits wide, wider than the "
                              f"{self.fmt.width}-bit flit")
-        if self.max_packet < 2:
-            raise ValueError("a packet needs room for a header and one beat")
+        if self.broadcast_flits is None:
+            object.__setattr__(self, "broadcast_flits", self.max_packet)
+        if not 2 <= self.broadcast_flits <= self.max_packet:
+            raise ValueError("a packet needs room for a header and one beat, and a broadcast "
+                             "packet is at most max_packet flits")
         if self.managed and not 0 <= self.offset < self.credit:
             raise ValueError(f"endpoint {self.index}: offset {self.offset} must be below "
                              f"credit {self.credit}")
@@ -197,6 +206,7 @@ class Endpoint(wiring.Component):
         # -- transmit --------------------------------------------------------------------
         user = self.s_axis.payload
         sending = Signal()
+        sending_bcast = Signal()
         beats = Signal(range(cfg.max_packet))
         may_send = Signal(init=1)
         if cfg.managed:
@@ -220,7 +230,8 @@ class Endpoint(wiring.Component):
             m.d.comb += [
                 self.net_tx.valid.eq(self.s_axis.valid),
                 self.net_tx.payload.data.eq(user.tdata),
-                self.net_tx.payload.tail.eq(user.tlast | (beats == cfg.max_packet - 2)),
+                self.net_tx.payload.tail.eq(user.tlast | (beats == Mux(
+                    sending_bcast, cfg.broadcast_flits - 2, cfg.max_packet - 2))),
                 self.s_axis.ready.eq(self.net_tx.ready),
             ]
             with m.If(self.net_tx.valid & self.net_tx.ready):
@@ -241,7 +252,7 @@ class Endpoint(wiring.Component):
                          header.kind.eq(KIND_DATA), self.net_tx.valid.eq(1),
                          self.net_tx.payload.head.eq(1), self.net_tx.payload.data.eq(header)]
             with m.If(self.net_tx.ready):
-                m.d.sync += [sending.eq(1), beats.eq(0)]
+                m.d.sync += [sending.eq(1), sending_bcast.eq(user.tuser), beats.eq(0)]
                 if cfg.managed:
                     m.d.comb += s_w.en.eq(~user.tuser)
         return m

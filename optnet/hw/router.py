@@ -18,13 +18,24 @@ allocators through the crossbar (the router reaches its clock on slow fabrics to
 Output VC allocation is folded into switch allocation: tables give every packet one VC
 per output, so a unicast head only has to find that VC idle, and the switch arbiter already
 lets one head per output win a cycle. Multicast heads need several output VCs at once: a
-multicast head bids only when all of them are idle; one bidder (round robin) becomes the
-candidate, unicast heads are kept off its VCs for one cycle, and it takes them all at once,
-or gives up if one was taken in the meantime. It never holds some VCs while waiting for
-others, and nothing ever waits for a candidate, so multicast allocation adds no dependency
-between channels to those the routing stage proved acyclic. A multicast head therefore
-spends one cycle more per hop. Each flit leaves its input buffer once it has been sent on
-every branch.
+multicast head bids only when all of them are idle and each has ``multicast_credits``
+credits; one bidder (round robin) becomes the candidate, unicast heads are kept off its VCs
+for one cycle, and it takes them all at once, or gives up if one was taken in the meantime.
+A multicast head therefore spends one cycle more per hop. Each flit leaves its input buffer
+once it has been sent on every branch, and a branch gives its VC back when it has sent the
+tail.
+
+So a multicast never holds some output VCs while it waits to take others. Once it has
+them, a branch that has sent a flit waits for the flit behind it, which comes to the front
+only when every branch has sent the first: a branch short of credit would make its
+siblings hold their VCs, a wait that closes cycles when several nodes broadcast (two nodes
+of a ring broadcasting at once deadlock). With ``multicast_credits`` at least the packet's
+length less one, no branch lacks credit before the tail, and the one that does then holds
+only its own VC; its siblings have sent the tail and given theirs back. The endpoints cut
+broadcast packets to fit (:func:`optnet.routing.proof.broadcast_flits`), and the deadlock
+proof models the sibling wait wherever a packet could still be longer
+(:class:`optnet.routing.proof.Waits`). A multicast waiting for credit holds nothing, so
+under heavy unicast load on its VCs it can wait long (no starvation bound).
 
 The local output (port 0) carries one packet at a time whatever its VC, so endpoints see
 whole packets; link outputs interleave the packets of different VCs flit by flit.
@@ -97,6 +108,11 @@ class RouterConfig:
     block_tables : bool
         Tables in block RAM with a synchronous read, a cycle more per hop (see the module
         docstring).
+    multicast_credits : int or None
+        Credits a multicast head needs on every one of its output VCs before it takes them:
+        with packets at most one flit longer, no branch holds its VC while it waits for
+        another branch's credit (see the module docstring). None: the smallest of
+        ``credits``.
     node_id : int
         With ``block_tables``, the id :attr:`Router.node_id` gives (the last word of
         ``table0``); unused otherwise.
@@ -111,11 +127,17 @@ class RouterConfig:
     allocator: str = "round_robin"
     priorities: int = 1
     block_tables: bool = False
+    multicast_credits: int | None = None
     node_id: int = 0
 
     def __post_init__(self):
         if len(self.credits) != self.ports:
             raise ValueError(f"router has {self.ports} ports but {len(self.credits)} credits")
+        if self.multicast_credits is None:
+            object.__setattr__(self, "multicast_credits", min(self.credits))
+        if not 1 <= self.multicast_credits <= min(self.credits):
+            raise ValueError(f"a multicast cannot wait for {self.multicast_credits} credits "
+                             f"with {min(self.credits)} flits of buffer behind an output")
         if self.allocator not in ("round_robin", "islip"):
             raise ValueError(f"unknown allocator {self.allocator!r}")
         if self.fmt.header_bits > self.fmt.width:
@@ -419,9 +441,14 @@ class Router(wiring.Component):
                 m.d.sync += [st.active.eq(1), st.mask.eq(0)]
 
         # -- multicast VC allocation --------------------------------------------------------
+        # short[w]: the outputs whose VC w has less than ``multicast_credits``
+        short = [_named(m, Cat(credit[q][w] < cfg.multicast_credits for q in range(P)),
+                        f"mc_short{w}") for w in range(V)]
+
         def all_idle(key):
-            # every output VC the multicast head at the front of ``key`` needs is idle
-            return ~(fronts[key].route.mask & taken_by(key, busy)).any()
+            # every output VC the multicast head at the front of ``key`` needs is idle and
+            # has the credit to take its packet but the tail
+            return ~(fronts[key].route.mask & (taken_by(key, busy) | per_vc(key, short))).any()
 
         m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
         if levels > 1:

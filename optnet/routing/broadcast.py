@@ -25,7 +25,6 @@ from optnet.routing.network import LOCAL, Network
 
 __all__ = ["Broadcast", "plan_broadcast"]
 
-Channel = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -37,8 +36,6 @@ class Broadcast:
     mode : str
     masks : tuple of tuple of int
         ``masks[s][n]``: port mask at node ``n`` for broadcasts from source ``s``.
-    edges : set of ((channel, vc), (channel, vc))
-        Dependencies the replication adds (unfolded VC classes).
     note : str
     classes : tuple of array
         ``classes[s][c]``: VC class of channel ``c`` in the tree of source ``s`` (0 for
@@ -47,7 +44,6 @@ class Broadcast:
 
     mode: str
     masks: tuple[tuple[int, ...], ...]
-    edges: frozenset[tuple[Channel, Channel]]
     note: str
     classes: tuple[array, ...] = ()
 
@@ -103,17 +99,17 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
     everything = [sum(1 << p for p in range(len(net.ports[v]))) for v in range(n)]
     if mode == "cascade":
         masks = tuple(tuple(everything) for _ in range(n))
-        return Broadcast(mode, masks, frozenset(),
+        return Broadcast(mode, masks,
                          "cascade floods are stored in each node's broadcast buffer (one "
                          "outstanding broadcast per source) before being forwarded, so they "
                          "add no channel dependency; duplicates are dropped by packet id")
     if mode == "unicast":
         masks = tuple(tuple((1 << LOCAL) if v != s else 0 for v in range(n)) for s in range(n))
-        return Broadcast(mode, masks, frozenset(),
+        return Broadcast(mode, masks,
                          "the source sends one unicast per destination over the direct links; "
                          "no replication, so no dependency beyond unicast")
     trees = None if routing.tree else _route_trees(net, routing)
-    rows, edges, classes = [], set(), []
+    rows, classes = [], []
     for s in range(n):
         if routing.tree:
             parent = routing.tree(s)
@@ -136,9 +132,6 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
         for v, cs in children.items():
             for c in cs:
                 mask[v] |= 1 << net.out_port[c]
-        for v, c in parent.items():
-            for child in children.get(v, ()):
-                edges.add(((c, cls[c]), (child, cls[child])))
         rows.append(tuple(mask))
         row = array("B", bytes(len(net.src)))
         for c, k in cls.items():
@@ -155,7 +148,7 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
         note = ("the unicast routes do not form per-source trees, so broadcasts use "
                 "breadth-first trees (VC class = height of the subtree below); the "
                 "replication dependencies are in the proof")
-    return Broadcast(mode, tuple(rows), frozenset(edges), note, tuple(classes))
+    return Broadcast(mode, tuple(rows), note, tuple(classes))
 
 
 def _order(net: Network, children: dict[int, list[int]], s: int) -> list[int]:

@@ -26,7 +26,8 @@ def route_json(routed: Routed, metrics: dict, tables: list[NodeTable] | None,
                       "vcs": routed.cluster.desc.network.vcs, "note": routing.note},
         "proof": {"acyclic": proof.ok, "channels": proof.channels,
                   "dependencies": proof.dependencies,
-                  "cycle": [{"channel": net.name(c), "vc": v} for c, v in proof.cycle]},
+                  "cycle": [{"channel": net.name(c), "vc": v, "wait": w}
+                            for (c, v), w in zip(proof.cycle, proof.waits, strict=True)]},
         "broadcast": {"mode": routed.broadcast.mode, "note": routed.broadcast.note},
         "metrics": metrics,
     }

@@ -9,7 +9,7 @@ from optnet.diagnostics import Diagnostic
 from optnet.routing.algorithms import ALGORITHMS, NotApplicable, Routing, pick_auto
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.network import Network
-from optnet.routing.proof import Proof, describe_cycle, prove
+from optnet.routing.proof import Proof, Waits, describe_cycle, prove
 from optnet.spec.source import SourceMap
 
 __all__ = ["Routed", "route"]
@@ -78,7 +78,8 @@ def route(cluster: Cluster, smap: SourceMap) -> tuple[Routed | None, list[Diagno
             smap.at(("routing", "multipath"), key=True)))
     broadcast = plan_broadcast(net, routing, mode)
     vcs = cluster.desc.network.vcs
-    proof = prove(net, routing, set(broadcast.edges), vcs)
+    waits = Waits.of(cluster.desc.network, max(len(cluster.desc.endpoints), 1))
+    proof = prove(net, routing, broadcast, vcs, waits)
     if not proof.ok:
         diags.append(_deadlock(cluster, net, routing, proof, vcs, smap))
     return Routed(cluster, net, routing, reason, broadcast, proof), diags
@@ -109,4 +110,4 @@ def _deadlock(cluster: Cluster, net: Network, routing: Routing, proof: Proof, vc
     return Diagnostic(
         "E201", f"'{routing.algorithm}' routing on cluster '{cluster.name}' with {vcs} VC"
         f"{'s' if vcs > 1 else ''} can deadlock: its channel dependency graph has the cycle "
-        f"{describe_cycle(net, proof.cycle)}.", where, hint=hint)
+        f"{describe_cycle(net, proof)}.", where, hint=hint)
