@@ -18,7 +18,6 @@ from optnet.hw.link import LinkConfig
 from optnet.hw.phy.vendor import user_width_for
 from optnet.hw.router import RouterConfig
 from optnet.routing.broadcast import Broadcast, plan_broadcast
-from optnet.routing.network import LOCAL
 from optnet.routing.proof import Waits, prove
 from optnet.routing.route import Routed
 from optnet.routing.tables import NodeTable, node_tables
@@ -205,20 +204,14 @@ def plan(routed: Routed) -> list[NodePlan]:
 def _hardware_broadcast(routed: Routed) -> tuple[Broadcast | None, str]:
     """The broadcast plan the routers implement, or None and the reason.
 
-    Routers replicate along trees. ``unicast`` fan-out on a fully connected network is the
-    same thing done at the source: one copy per link, delivered locally one hop later.
+    Routers replicate along trees; ``unicast`` fan-out on a fully connected network is the
+    same thing done at the source (:func:`~optnet.routing.broadcast.plan_broadcast`).
     ``cascade`` (store, forward, drop duplicates) has no hardware yet; the routers use the
     algorithm's broadcast trees instead, if those are deadlock-free with the VCs given.
     """
     b, net = routed.broadcast, routed.net
-    if b.mode == "tree":
+    if b.mode in ("tree", "unicast"):
         return b, ""
-    if b.mode == "unicast":
-        n = net.size
-        masks = tuple(tuple(
-            (1 << LOCAL) if v != s else sum(1 << net.out_port[c] for c in net.out[v])
-            for v in range(n)) for s in range(n))
-        return dataclasses.replace(b, masks=masks), ""
     tree = plan_broadcast(net, routed.routing, "tree")
     desc = routed.cluster.desc
     vcs = desc.network.vcs

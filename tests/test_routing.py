@@ -339,7 +339,7 @@ def test_route_cli(run, tmp_path):
     result = run("route", "examples/bluedbm_20.yaml")
     assert result.exit_code == 0
     assert "routing: dimension_order (chosen in the cluster file)" in result.stdout
-    assert "proof: channel dependency graph is acyclic" in result.stdout
+    assert "proof: the graph of the hardware's waits is acyclic" in result.stdout
     import json
     doc = json.loads(run("route", "--format", "json", "--tables", "--paths",
                          "examples/plasticnet_ring4.yaml").stdout)

@@ -11,8 +11,9 @@ per node: bit 0 delivers to the local port, bit p forwards on port p.
   all its links and drops duplicates by packet id. The flood is stored in the node's
   broadcast buffer before it is forwarded, so it adds no channel dependency, provided the
   buffer holds one outstanding broadcast per source (the hardware enforces that limit).
-- ``unicast`` (OPTWEB): the source sends one unicast packet per destination; no
-  replication, no new dependency. Needs a fully connected network.
+- ``unicast`` (OPTWEB): the source sends one copy per destination over the direct links
+  (its router replicates the packet on every link); every path is one hop, so no new
+  wait. Needs a fully connected network.
 """
 
 from __future__ import annotations
@@ -104,10 +105,12 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
                          "outstanding broadcast per source) before being forwarded, so they "
                          "add no channel dependency; duplicates are dropped by packet id")
     if mode == "unicast":
-        masks = tuple(tuple((1 << LOCAL) if v != s else 0 for v in range(n)) for s in range(n))
+        # One copy per direct link, made by the source's router; each neighbour delivers it.
+        masks = tuple(tuple((1 << LOCAL) if v != s else everything[s] & ~(1 << LOCAL)
+                            for v in range(n)) for s in range(n))
         return Broadcast(mode, masks,
-                         "the source sends one unicast per destination over the direct links; "
-                         "no replication, so no dependency beyond unicast")
+                         "the source's router sends one copy over each direct link and every "
+                         "neighbour delivers it; one hop, so no wait beyond unicast's")
     trees = None if routing.tree else _route_trees(net, routing)
     rows, classes = [], []
     for s in range(n):
@@ -143,11 +146,11 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
     elif trees is not None:
         note = ("each source's broadcast follows its unicast routes (they form a tree) and is "
                 "replicated where they branch, each tree channel in the highest VC class a "
-                "unicast route gives it; the replication dependencies are in the proof")
+                "unicast route gives it; the replication waits are in the proof")
     else:
         note = ("the unicast routes do not form per-source trees, so broadcasts use "
                 "breadth-first trees (VC class = height of the subtree below); the "
-                "replication dependencies are in the proof")
+                "replication waits are in the proof")
     return Broadcast(mode, tuple(rows), note, tuple(classes))
 
 
