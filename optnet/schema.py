@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic.json_schema import GenerateJsonSchema
+
 from optnet.spec.models import BoardDesc, ClusterDesc
+from optnet.units import Quantity
 
 __all__ = ["board_schema", "cluster_schema"]
 
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
+class _Generator(GenerateJsonSchema):
+    """Quantity defaults as they are written in a file (``5ns``): pydantic has no JSON form
+    for them, and versions differ in what they make of one (a dict, or nothing)."""
+
+    def encode_default(self, dft: Any) -> Any:
+        if isinstance(dft, Quantity):
+            return str(dft)
+        return super().encode_default(dft)
+
+
 def _schema(model: Any, ident: str) -> dict:
-    body = model.model_json_schema(by_alias=True)
+    body = model.model_json_schema(by_alias=True, schema_generator=_Generator)
     return {"$schema": _DIALECT, "$id": ident, **body}
 
 

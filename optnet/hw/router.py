@@ -441,14 +441,16 @@ class Router(wiring.Component):
                 m.d.sync += [st.active.eq(1), st.mask.eq(0)]
 
         # -- multicast VC allocation --------------------------------------------------------
-        # short[w]: the outputs whose VC w has less than ``multicast_credits``
-        short = [_named(m, Cat(credit[q][w] < cfg.multicast_credits for q in range(P)),
-                        f"mc_short{w}") for w in range(V)]
+        # closed[q]: the VCs of output q a multicast cannot take, being busy or short of
+        # ``multicast_credits`` (on the local output, any VC's counts for all of them)
+        closed = [_named(m, busy[q] | Cat(credit[q][w] < cfg.multicast_credits
+                                          for w in range(V)), f"mc_closed{q}")
+                  for q in range(P)]
 
         def all_idle(key):
             # every output VC the multicast head at the front of ``key`` needs is idle and
             # has the credit to take its packet but the tail
-            return ~(fronts[key].route.mask & (taken_by(key, busy) | per_vc(key, short))).any()
+            return ~(fronts[key].route.mask & taken_by(key, closed)).any()
 
         m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
         if levels > 1:
