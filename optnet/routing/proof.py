@@ -132,108 +132,146 @@ def prove(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
     """Build the wait graph of ``routing`` and ``broadcast`` (its trees; a ``cascade``
     broadcast stores floods before forwarding them and adds no wait) with VC classes folded
     onto ``vcs`` VCs and the hardware's ``waits``, and look for a cycle."""
-    top = vcs - 1
-    graph = nx.DiGraph()
-    used: set[Channel] = set()
-    edges: set[tuple] = set()
-    firsts: list[set[Channel]] = [set() for _ in range(net.size)]
-    into: set[Channel] = set()
-    dst = net.dst
+    ids = _Ids(len(net.src), vcs, net.size)
+    V, top, dst, big = vcs, vcs - 1, net.dst, ids.size
+    # (channel, VC) pairs as k = channel * V + vc; W(k) = 2k, F(k) = 2k + 1, and an edge
+    # a -> b as a * big + b: plain integers hash fastest and the loops below run once per
+    # (destination, node) and per (source, node).
+    used: set[int] = set()
+    route: set[int] = set()
+    firsts: set[int] = set()
+    into: set[int] = set()
     for d, (nxt, cls) in enumerate(zip(routing.next, routing.vclass, strict=True)):
         for n, c in enumerate(nxt):
             if c < 0:
                 continue
-            here = (c, min(cls[n], top))
-            used.add(here)
-            firsts[n].add(here)
+            k = c * V + min(cls[n], top)
+            used.add(k)
+            firsts.add(n * big + k)
             m = dst[c]
             if m == d:
-                into.add(here)
+                into.add(k)
             else:
-                edges.add((("F", *here), ("W", nxt[m], min(cls[m], top))))
-    graph.add_edges_from(edges, kind="route")
-    for n, hops in enumerate(firsts):
-        graph.add_edges_from(((("F", "inject", n, v), ("W", *h)) for h in hops
-                              for v in waits.inject_vcs), kind="route")
-    graph.add_edges_from(((("F", *h), ("W", "eject", dst[h[0]])) for h in into), kind="route")
-    if broadcast is not None and broadcast.mode != "cascade":
-        _branches(graph, net, broadcast, top, waits, used)
-    for c, v in used:
-        graph.add_edge(("W", c, v), ("F", c, v), kind="credit")
+                route.add((2 * k + 1) * big + 2 * (nxt[m] * V + min(cls[m], top)))
+    for nk in firsts:
+        n, k = divmod(nk, big)
+        route.update(ids.inject_f(n, v) * big + 2 * k for v in waits.inject_vcs)
+    route.update((2 * k + 1) * big + ids.eject_w(dst[k // V]) for k in into)
+    tree, sibling = (_branches(net, broadcast, top, waits, ids)
+                     if broadcast is not None and broadcast.mode != "cascade" else (set(), set()))
+    used.update(e % big >> 1 for e in tree if e % big < ids.links)
+    graph = nx.DiGraph()
+    for edges in (route, tree, sibling):
+        graph.add_edges_from(divmod(e, big) for e in sorted(edges))
+    graph.add_edges_from((2 * k, 2 * k + 1) for k in sorted(used))
     for n in range(net.size):
-        graph.add_edges_from(((("W", "inject", n), ("F", "inject", n, v))
-                              for v in waits.inject_vcs), kind="inject")
-        graph.add_edge(("W", "eject", n), ("F", "eject", n), kind="credit")
+        graph.add_edges_from((ids.inject_w(n), ids.inject_f(n, v)) for v in waits.inject_vcs)
+        graph.add_edge(ids.eject_w(n), ids.eject_f(n))
         if waits.receive_waits_for_send:
-            graph.add_edge(("F", "eject", n), ("W", "inject", n), kind="endpoint")
+            graph.add_edge(ids.eject_f(n), ids.inject_w(n))
     cycle: tuple[Channel, ...] = ()
     steps: tuple[str, ...] = ()
-    try:
+    # A topological sort first: find_cycle's edge search is many times slower on the large
+    # acyclic graphs that are the common case.
+    if not nx.is_directed_acyclic_graph(graph):
         found = nx.find_cycle(graph)
-    except nx.NetworkXNoCycle:
-        found = None
-    if found:
-        cycle, steps = _channels_of(found, graph)
+        cycle, steps = _channels_of(found, ids, {divmod(e, big) for e in tree - route},
+                                    {divmod(e, big) for e in sibling})
     return Proof(vcs, len(used), graph.number_of_edges(), cycle, steps)
 
 
-def _branches(graph: nx.DiGraph, net: Network, broadcast: Broadcast, top: int, waits: Waits,
-              used: set[Channel]) -> None:
-    """The waits of broadcast replication: from the channel a broadcast arrives on (or the
-    source's local input) to each of its branches, and between sibling branches."""
-    out_port, classes = net.out_port, broadcast.classes
+class _Ids:
+    """Vertex numbers of the wait graph: ``W(c, v)`` is ``2 (c V + v)``, ``F(c, v)`` one
+    more; each node's local input and output come after the links."""
+
+    def __init__(self, channels: int, vcs: int, nodes: int):
+        self.vcs, self.nodes = vcs, nodes
+        self.links = 2 * channels * vcs
+        self.size = self.links + 3 * nodes + nodes * vcs
+
+    def inject_w(self, n: int) -> int:
+        return self.links + 3 * n
+
+    def eject_w(self, n: int) -> int:
+        return self.links + 3 * n + 1
+
+    def eject_f(self, n: int) -> int:
+        return self.links + 3 * n + 2
+
+    def inject_f(self, n: int, v: int) -> int:
+        return self.links + 3 * self.nodes + n * self.vcs + v
+
+
+def _branches(net: Network, broadcast: Broadcast, top: int, waits: Waits,
+              ids: _Ids) -> tuple[set[int], set[int]]:
+    """The waits of broadcast replication, as edges ``a * ids.size + b``: from the channel a
+    broadcast arrives on (or the source's local input) to each of its branches, and between
+    sibling branches."""
+    out, out_port, dst, V, big = net.out, net.out_port, net.dst, ids.vcs, ids.size
+    tree: set[int] = set()
+    sibling: set[int] = set()
     for s, masks in enumerate(broadcast.masks):
-        vc_of = _tree_vcs(classes[s] if classes else None, top)
-        arrive = {}
-        for x, mask in enumerate(masks):
-            for c in net.out[x]:
-                if mask >> out_port[c] & 1:
-                    arrive[net.dst[c]] = ("F", c, vc_of(c))
-        for x, mask in enumerate(masks):
-            branches = [("W", c, vc_of(c)) for c in net.out[x] if mask >> out_port[c] & 1]
-            used.update((c, v) for _, c, v in branches)
-            if mask >> LOCAL & 1:
-                branches.append(("W", "eject", x))
-            sources = [arrive[x]] if x in arrive else \
-                [("F", "inject", x, v) for v in waits.inject_vcs] if x == s else []
-            graph.add_edges_from(((a, b) for a in sources for b in branches), kind="branch")
-            if waits.siblings and len(branches) > 1:
-                graph.add_edges_from(((a, ("F", *b[1:])) for a in branches for b in branches
-                                      if a != b), kind="sibling")
+        cls = broadcast.classes[s] if broadcast.classes else None
+
+        def k_of(c, cls=cls):
+            return c * V + (min(cls[c], top) if cls is not None else 0)
+
+        # Only the nodes that forward on a link need a look at their ports; the others
+        # (most of a tree) at most deliver, each reached by one channel.
+        forks = {x: [c for c in out[x] if masks[x] >> out_port[c] & 1]
+                 for x in [x for x, mask in enumerate(masks) if mask >> 1]}
+        branches = {x: [2 * k_of(c) for c in outs]
+                    + ([ids.eject_w(x)] if masks[x] >> LOCAL & 1 else [])
+                    for x, outs in forks.items()}
+        if s in branches:
+            tree.update(ids.inject_f(s, v) * big + b for v in waits.inject_vcs
+                        for b in branches[s])
+        for outs in forks.values():
+            for c in outs:
+                m = dst[c]
+                f = (2 * k_of(c) + 1) * big
+                if m in branches:
+                    tree.update(f + b for b in branches[m])
+                elif masks[m] >> LOCAL & 1:
+                    tree.add(f + ids.eject_w(m))
+        if waits.siblings:
+            for bs in branches.values():
+                # a branch's F is the vertex after its W (the local output's too)
+                sibling.update(a * big + b + 1 for a in bs for b in bs if a != b)
+    return tree, sibling
 
 
-def _tree_vcs(cls, top: int):
-    """The VC of each channel of a broadcast tree of VC classes ``cls`` (None: all 0)."""
-    if cls is None:
-        return lambda c: 0
-    return lambda c: min(cls[c], top)
-
-
-def _channels_of(found: list[tuple], graph: nx.DiGraph) -> tuple[tuple[Channel, ...],
-                                                                tuple[str, ...]]:
+def _channels_of(found: list[tuple[int, int]], ids: _Ids, tree: set[tuple[int, int]],
+                 sibling: set[tuple[int, int]]) -> tuple[tuple[Channel, ...], tuple[str, ...]]:
     """The link channels of a cycle of the wait graph, in order, with the kind of wait
     that leads from each to the next (a channel's own credit wait is not a step)."""
-    # Start at a W vertex of a link channel, so each channel is read as "wait for it,
-    # then what its front waits for".
-    start = next((i for i, (u, _) in enumerate(found) if u[0] == "W" and u[1] != "inject"
-                  and u[1] != "eject"), 0)
+    V = ids.vcs
+    # Start at a link channel's W, so each channel is read as "wait for it, then what its
+    # front waits for".
+    start = next((i for i, (u, _) in enumerate(found) if u < ids.links and not u & 1), 0)
     found = found[start:] + found[:start]
     cycle: list[Channel] = []
     steps: list[str] = []
     for u, v in found:
-        kind = graph.edges[u, v]["kind"]
-        if isinstance(u[1], int) and (not cycle or cycle[-1] != (u[1], u[2])):
-            cycle.append((u[1], u[2]))
+        if u < ids.links and (not cycle or cycle[-1] != divmod(u >> 1, V)):
+            cycle.append(divmod(u >> 1, V))
             steps.append("route")
-        if kind in ("branch", "sibling", "endpoint") and steps:
-            steps[-1] = kind
+        if not steps:
+            continue
+        if (u, v) in sibling:
+            steps[-1] = "sibling"
+        elif u >= ids.links and v >= ids.links and (u - ids.links) % 3 == 2 \
+                and u < ids.links + 3 * ids.nodes:
+            steps[-1] = "endpoint"
+        elif (u, v) in tree and steps[-1] == "route":
+            steps[-1] = "branch"
     # from the lowest channel, so that the message does not depend on where the search began
     first = cycle.index(min(cycle)) if cycle else 0
     return tuple(cycle[first:] + cycle[:first]), tuple(steps[first:] + steps[:first])
 
 
 _STEP_NOTE = {
-    "sibling": "held by a broadcast that waits for credit on its next branch",
+    "sibling": "then a broadcast waits for credit on a sibling branch",
     "endpoint": "delivered packets wait for the node's own sends",
 }
 
