@@ -169,28 +169,6 @@ def top_ports(path: Path, module: str) -> dict[str, tuple[str, int]]:
     return ports
 
 
-# -- the emitted Verilog, made simulable -------------------------------------------------------
-
-#: ``always @*`` around a single assignment of a constant. The emitted Verilog drives
-#: constant bits of a reg whose other bits a process drives this way (Yosys'
-#: ``write_verilog``; its usual workaround, a dummy read of an ``initial`` trigger reg,
-#: is missing from these blocks). By the Verilog standard such a block has an empty
-#: sensitivity list and never runs, so an event-driven simulator leaves the bits X
-#: (Icarus: "@* found no sensitivities so it will never trigger"), whereas synthesis and
-#: Verilator treat them as constants. Among them are the endpoint header's ``dst_ep``
-#: bit, by which the receiving hub steers packets: left X, no packet is ever delivered.
-CONSTANT_PROCESS = re.compile(
-    r"^(?P<indent>[ \t]*)always @\*\n(?P<body>[ \t]*[^\n;]+ = \d+'[bhd][0-9a-fA-F_]+;\n)",
-    re.MULTILINE)
-
-
-def simulable(text: str) -> tuple[str, int]:
-    """``text`` with every constant ``always @*`` (see :data:`CONSTANT_PROCESS`) turned
-    into an ``initial`` block, which assigns the same constant once, at time zero; and
-    how many there were."""
-    return CONSTANT_PROCESS.subn(r"\g<indent>initial\n\g<body>", text)
-
-
 # -- the cluster-specific part of the testbench -----------------------------------------------
 
 #: Pads of an LVDS/DDR port (optnet/hw/phy/lvds.py), by direction on the node.
@@ -610,20 +588,10 @@ def compiled(tmp_path_factory) -> Compiled:
                VERILOG / "cluster_tb.v"]
     # Not the stubs: their primitives are black boxes with outputs tied to zero.
     for p in cluster.plans:
-        text, patched = simulable((out / "hdl" / "nodes" / p.node / "rtl" / f"{p.node}.v")
-                                  .read_text())
-        print(f"{p.node}: {patched} constant always @* blocks made initial")
-        (out / f"{p.node}.v").write_text(text)
-        sources.append(out / f"{p.node}.v")
+        sources.append(out / "hdl" / "nodes" / p.node / "rtl" / f"{p.node}.v")
     program = out / "cluster.vvp"
-    # Verilog-2005, not SystemVerilog: the emitted processes (``always @*``) read a reg
-    # that is initialised in its declaration, so that each runs once at time zero. Under
-    # Verilog-2005 such an initialisation is an event; under SystemVerilog's rules (Icarus'
-    # -g2009 and later) it is not, and every combinational reg stays X until one of its
-    # inputs changes: the hub then counts no credit for its first flits and overruns the
-    # router's input buffer.
     proc = subprocess.run(
-        [iverilog, "-g2005", "-o", str(program), "-s", "cluster_tb", "-I", str(out)]
+        [iverilog, "-g2012", "-o", str(program), "-s", "cluster_tb", "-I", str(out)]
         + [str(s) for s in sources], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     print(f"optnet hdl + iverilog: {time.monotonic() - started:.1f} s")

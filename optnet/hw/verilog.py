@@ -6,7 +6,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from amaranth.back import verilog
+# Amaranth's own Yosys (the one verilog.convert runs), found as it finds it; private, but
+# pinned with Amaranth below 0.6.
+from amaranth._toolchain.yosys import find_yosys
+from amaranth.back import rtlil
 from amaranth.hdl import (
     ClockDomain,
     ClockSignal,
@@ -51,6 +54,10 @@ def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = 
     but in the order of a set, so with two or more the module's ports would come in an
     order that varies with ``PYTHONHASHSEED``. One (``sync``) may be left to Amaranth.
 
+    Combinational logic comes out as continuous assignments, not ``always @*`` processes,
+    so that event-driven simulators (Icarus, Questa, XSim) run it as Verilator and
+    synthesis do (see the comment in the code).
+
     Amaranth gives every memory an initial value, zeros if none is asked for. A FIFO never
     reads an entry it has not written, so the zeros of FIFO storage are dropped: for a
     receive buffer of thousands of entries they are one Verilog line per entry, which
@@ -59,9 +66,19 @@ def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = 
     """
     clocks = [ClockDomain(domain) for domain in domains]
     ports = component_ports(component) + [s for cd in clocks for s in (cd.clk, cd.rst)]
-    text = verilog.convert(_WithDomains(component, clocks), name=name, ports=ports,
-                           emit_src=False)
-    return _FIFO_ZERO_INIT.sub("", text)
+    fragment = Fragment.get(_WithDomains(component, clocks), None)
+    rtlil_text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
+    # Amaranth's own script keeps combinational processes (``proc -nomux``), which Yosys
+    # writes as ``always @*`` blocks: one assigning a constant has no sensitivity and never
+    # runs in an event-driven simulator, and the others run at time zero only through a
+    # declaration initialiser, which IEEE 1800 does not make an event. Full ``proc`` turns
+    # them into continuous assignments, which every simulator evaluates at time zero.
+    text = find_yosys(lambda ver: ver >= (0, 40)).run(["-q", "-"], "\n".join([
+        f"read_rtlil <<rtlil\n{rtlil_text}\nrtlil", "proc -norom", "memory_collect",
+        "write_verilog -norename"]), ignore_warnings=True)
+    # Yosys writes a parallel case as a function named ``\$procmux$<n>``; Icarus reads a
+    # call of an escaped name that starts with ``$`` as a system function.
+    return _FIFO_ZERO_INIT.sub("", text).replace("\\$procmux$", "\\procmux$")
 
 
 class _WithDomains(Elaboratable):
