@@ -108,6 +108,7 @@ def _unpacked(bit: Path, tmp: Path) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_every_node_gets_a_bitstream_with_its_own_tables(built, ring, tmp_path):
     _, plans = ring
     rep = plans[0]
@@ -133,6 +134,7 @@ def test_every_node_gets_a_bitstream_with_its_own_tables(built, ring, tmp_path):
     assert len(bits) == len(plans), "nodes with different tables share a bitstream"
 
 
+@pytest.mark.slow
 def test_report_has_the_timing_of_the_placed_role(built):
     report = json.loads((built / "report.json").read_text())
     [role] = report["build"]["bitstreams"]

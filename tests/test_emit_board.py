@@ -316,7 +316,8 @@ def test_board_top_lints_against_the_network_ports(example, tmp_path):
         assert "%Error" not in output and "%Warning" not in output
 
 
-@pytest.mark.parametrize("example", ["ulx3s_ring4", "bluedbm_20"])
+@pytest.mark.parametrize("example", ["ulx3s_ring4",
+                                     pytest.param("bluedbm_20", marks=pytest.mark.slow)])
 def test_board_top_lints(example, tmp_path):
     plan, board = _roles(example)[0]
     files = {**node_files(plan), **board_top_files(plan, board)}

@@ -147,6 +147,7 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
     return expected, received, done
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ring4", "torus2x2", "full4"])
 def test_cluster_delivers_every_packet_once_in_order(name):
     expected, received, done = simulate(name, packets_per_endpoint=250)
@@ -178,6 +179,13 @@ def test_every_node_broadcasting_heavily_delivers_everything(name, ready):
     assert sum(dst is None for dst, _ in sent) >= len(sent) // 2
 
 
+def test_a_short_ring_run_delivers_every_packet_once_in_order():
+    # The fast tier's whole-cluster simulation: a few packets per endpoint, 20 % broadcasts.
+    expected, received, done = simulate("ring4", packets_per_endpoint=8, bcast=0.2, seed=5)
+    assert not done["partial"] and received == expected, f"after {done['cycles']} cycles"
+
+
+@pytest.mark.slow
 def test_ring_with_bit_errors_loses_nothing():
     expected, received, done = simulate("ring4", packets_per_endpoint=30, ber=1e-4, seed=7)
     assert done["flipped"] > 0, "the run must actually inject errors"

@@ -18,7 +18,13 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 LINT_CONFIG = (ROOT / ".ci" / "verilator.vlt").read_text()
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
+#: The fast tier's representative; the other examples are ``slow`` (up to 3 minutes each).
+FAST = "ulx3s_ring4"
+
+
+@pytest.mark.parametrize("example", [
+    pytest.param(e, marks=() if e.stem == FAST else pytest.mark.slow) for e in EXAMPLES],
+    ids=[e.stem for e in EXAMPLES])
 def test_example_verilog_lints_and_synthesises(example, tmp_path):
     result = lint_file(example)
     plans = one_per_role(plan(result.routed))

@@ -177,6 +177,7 @@ def test_html_renders_in_headless_chromium(bee3, tmp_path):
     assert rendered.headings[1] == "Comparison"
 
 
+@pytest.mark.slow
 def test_resources_section_from_yosys(tmp_path, monkeypatch):
     from .hwtools import yosys
     yosys()                      # fails in CI without it, as every Yosys test

@@ -88,6 +88,7 @@ def _check_rollup(res) -> None:
     assert not res.uncounted, res.uncounted
 
 
+@pytest.mark.slow
 def test_ecp5_node(synthesised):
     p, board, _, res, _ = synthesised("ulx3s_ring4")
     assert res.script == f"synth_ecp5 -noflatten -top {p.node}"
@@ -107,6 +108,7 @@ def test_ecp5_node(synthesised):
     assert res.capacity.lut == board.resources.lut
 
 
+@pytest.mark.slow
 def test_xc7_node(synthesised):
     p, _, _, res, _ = synthesised("plasticnet_ring4")
     assert res.script == f"synth_xilinx -family xc7 -noiopad -top {p.node}"
@@ -132,6 +134,7 @@ def test_xc7_node(synthesised):
     assert res.components["endpoints"].bram > 0
 
 
+@pytest.mark.slow
 def test_fallback_family(synthesised):
     _, board, _, res, _ = synthesised("optweb_4")
     assert board.family == "stratix10"
@@ -147,6 +150,7 @@ def test_fallback_family(synthesised):
     assert any("lower bound" in c for c in res.caveats)
 
 
+@pytest.mark.slow
 def test_cache_hit_does_not_run_yosys(synthesised, monkeypatch):
     p, board, files, first, cache = synthesised("ulx3s_ring4")
     assert not first.cached
@@ -346,6 +350,7 @@ def test_table_rules_are_enforced():
         LinkIpTable.model_validate({**raw, "interpolations": [rule]})
 
 
+@pytest.mark.slow
 def test_to_dict_is_json_ready(synthesised):
     import json
 
