@@ -41,10 +41,6 @@ __all__ = ["Proof", "Waits", "broadcast_flits", "describe_cycle", "prove"]
 
 Channel = tuple[int, int]  # (channel, vc)
 
-#: The kinds of wait a step of a cycle can be (:attr:`Proof.waits`).
-WAIT_KINDS = ("route", "branch", "sibling", "endpoint")
-
-
 def broadcast_flits(max_packet: int, buffer: int) -> int:
     """The longest broadcast packet the endpoints send, header included: at most one flit
     more than the router's ``buffer`` (flits per VC), so that a multicast can take every
@@ -110,8 +106,8 @@ class Proof:
     cycle : tuple of (channel, vc)
         The link channels of one cycle of waits, in order; empty when there is none.
     waits : tuple of str
-        For each channel of ``cycle``, the kind of wait that leads from it to the next
-        (:data:`WAIT_KINDS`): ``route`` (a unicast's next hop), ``branch`` (a broadcast
+        For each channel of ``cycle``, the kind of wait that leads from it to the next:
+        ``route`` (a unicast's next hop), ``branch`` (a broadcast
         tree's next channel), ``sibling`` (a multicast holding it waits for credit on
         another branch), ``endpoint`` (delivered packets wait for the node's own sends).
     """
