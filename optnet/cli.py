@@ -85,6 +85,8 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None
             continue
         diags += result.diagnostics
         sources.update(result.sources)
+    # A local board is reported with the cluster that uses it and again when linted itself.
+    diags = list(dict.fromkeys(diags))
     out = render(diags, fmt, sources, len(paths))
     if fmt == "text":
         console = Console(highlight=False, soft_wrap=True)
@@ -103,11 +105,12 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def _lint_or_exit(file: str):
-    """Lint and route FILE; print its findings and exit 2 (unreadable) or 1 (errors, or not
-    routable) unless it routed cleanly. Returns the LintResult (``routed`` is set)."""
+def _lint_or_exit(file: str, *, hardware: bool = True):
+    """Lint and route FILE (and check its hardware, E3xx, unless not ``hardware``); print
+    its findings and exit 2 (unreadable) or 1 (errors, or not routable) unless it routed
+    cleanly. Returns the LintResult (``routed`` is set, and ``plans`` with ``hardware``)."""
     try:
-        result = lint_file(Path(file))
+        result = lint_file(Path(file), hardware=hardware)
     except InputError as exc:
         click.echo(f"optnet: {exc}", err=True)
         sys.exit(EXIT_USAGE)
@@ -132,7 +135,7 @@ def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str 
 
     Exit status 0 when routed and proven, 1 with any error finding, 2 when unreadable.
     """
-    routed = _lint_or_exit(file).routed
+    routed = _lint_or_exit(file, hardware=False).routed
     metrics = compute_metrics(routed)
     node_tabs = node_tables(routed) if tables or emit_dir else []
     if emit_dir:
@@ -163,7 +166,7 @@ def hdl(file: str, output: str, nodes: str | None, one_per_role: bool) -> None:
     """
     from optnet.emit import hdl as emit_hdl
 
-    plans = _plans_or_exit(_lint_or_exit(file).routed, file, nodes)
+    plans = _plans_or_exit(_lint_or_exit(file), file, nodes)
     if one_per_role:
         plans = emit_hdl.one_per_role(plans)
     for p in plans:
@@ -190,17 +193,11 @@ def _resources_or_exit(routed, plans) -> list:
     return out
 
 
-def _plans_or_exit(routed, file: str, nodes: str | None):
-    """The hardware plans of ``routed`` (only ``nodes``, comma-separated, when given); print
-    the reasons and exit 1 when the hardware cannot be planned, 2 for an unknown node."""
-    from optnet.plan import PlanError, plan
-
-    try:
-        plans = plan(routed)
-    except PlanError as exc:
-        for reason in exc.args:
-            click.echo(f"error: {reason}", err=True)
-        sys.exit(EXIT_FINDINGS)
+def _plans_or_exit(result, file: str, nodes: str | None):
+    """The hardware plans lint made for ``result`` (only ``nodes``, comma-separated, when
+    given); exit 2 for an unknown node. Lint has already refused (E3xx) a cluster whose
+    hardware cannot be planned."""
+    plans = result.plans
     if nodes:
         wanted = {n.strip() for n in nodes.split(",") if n.strip()}
         unknown = sorted(wanted - {p.node for p in plans})
@@ -251,7 +248,7 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     with err.status("lint and route"):
         result = _lint_or_exit(file)
-    plans = _plans_or_exit(result.routed, file, nodes)
+    plans = _plans_or_exit(result, file, nodes)
     columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[item]}"))
     with Progress(*columns, console=err, transient=not err.is_terminal) as bar:
@@ -301,7 +298,7 @@ def report(files: tuple[str, ...], output: str, resources: bool) -> None:
     from optnet.report.summary import REPORT_VERSION
 
     results = [_lint_or_exit(file) for file in files]
-    usage = ([_resources_or_exit(r.routed, _plans_or_exit(r.routed, f, None))
+    usage = ([_resources_or_exit(r.routed, _plans_or_exit(r, f, None))
               for r, f in zip(results, files, strict=True)] if resources else ())
     texts = report_files([r.routed for r in results], resources=usage)
     data = {rel: text.encode("utf-8") for rel, text in texts.items()}

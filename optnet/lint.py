@@ -34,6 +34,8 @@ class LintResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     cluster: Cluster | None = None
     routed: Routed | None = None
+    plans: list | None = None
+    """The nodes' hardware plans (:func:`optnet.plan.plan`) when the hardware checks ran."""
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -83,7 +85,8 @@ def _version(data: dict, smap: SourceMap, key: str, what: str) -> list[Diagnosti
 
 
 def lint_file(path: Path, display: str | None = None,
-              library: BoardLibrary | None = None, *, routing: bool = True) -> LintResult:
+              library: BoardLibrary | None = None, *, routing: bool = True,
+              hardware: bool = True) -> LintResult:
     """Load, validate and elaborate a cluster (or preset) file and run every check on it;
     a board file (one with ``optnet_board:``) is checked as a board instead.
 
@@ -97,6 +100,9 @@ def lint_file(path: Path, display: str | None = None,
         file.
     routing : bool
         Also route the cluster and prove it deadlock-free (E2xx); on by default.
+    hardware : bool
+        After a clean routing, also plan the hardware and check what the build would refuse
+        (E3xx: PHYs without hardware, flit formats, clocks, vendor projects); on by default.
 
     Raises
     ------
@@ -152,7 +158,24 @@ def lint_file(path: Path, display: str | None = None,
         if routing and not any(d.severity is Severity.ERROR for d in result.diagnostics):
             result.routed, diags = route(cluster, smap)
             result.diagnostics += diags
+            if hardware and result.ok:
+                result.diagnostics += _hardware(result, smap)
     return result
+
+
+def _hardware(result: LintResult, smap: SourceMap) -> list[Diagnostic]:
+    """Plan the hardware of ``result.routed`` (kept in ``result.plans``) and check what the
+    emitters would refuse; every finding located in ``smap``."""
+    # Lint drives the whole pipeline here, as the CLI does; imported late because the
+    # hardware stages pull in Amaranth and Jinja2, which lint without routing never needs.
+    from optnet.emit.checks import hardware_findings
+    from optnet.plan import PlanError, plan
+
+    try:
+        result.plans = plan(result.routed)
+    except PlanError as exc:
+        return [finding.located(smap) for finding in exc.args]
+    return [f.located(smap) for f in hardware_findings(result.routed.cluster, result.plans)]
 
 
 def _lint_board(path: Path, display: str, result: LintResult) -> LintResult:
