@@ -15,11 +15,20 @@ from optnet.spec.checks import check_cluster
 from optnet.spec.inherit import inherit
 from optnet.spec.models import ClusterDesc
 from optnet.spec.source import SourceMap, load_yaml
-from optnet.spec.validate import validate_model
+from optnet.spec.validate import validate_pruned
 
 __all__ = ["FORMAT_VERSION", "InputError", "LintResult", "lint_file", "load_presets"]
 
 FORMAT_VERSION = 1
+
+#: Lists of a cluster file whose items are left out, one by one, when they have schema
+#: errors, and top-level sections left at their defaults (nothing before routing reads
+#: them), so that lint still checks the rest of the file.
+_LISTS = ("nodes", "links", "endpoints")
+_SECTIONS = ("description", "source", "routing", "model")
+
+#: Errors on a whole cluster that leave its graph as it is, so routing still runs.
+_ROUTABLE = frozenset({"E106", "E107", "E110", "E113", "E115", "E117"})
 
 
 class InputError(Exception):
@@ -137,7 +146,10 @@ def lint_file(path: Path, display: str | None = None,
         except DiagnosticError as exc:
             result.diagnostics += exc.diagnostics
             return result
-    desc, diags = validate_model(ClusterDesc, data, smap)
+    # Schema errors leave out the node, link or endpoint they are in (or the report model,
+    # routing or description section), so that the rest of the file is still checked.
+    desc, diags, smap, pruned = validate_pruned(ClusterDesc, data, smap, lists=_LISTS,
+                                                keys=_SECTIONS)
     result.diagnostics += diags
     if desc is None:
         return result
@@ -148,14 +160,16 @@ def lint_file(path: Path, display: str | None = None,
         mine = {shown_path(p) for p in local.glob("*.yaml")} if local.is_dir() else set()
         result.diagnostics += [d for d in library.diagnostics
                                if d.location and d.location.file in mine]
-    cluster, diags = elaborate(desc, smap, library)
+    cluster, diags = elaborate(desc, smap, library, broken=pruned.names)
     result.diagnostics += diags
     if cluster is not None:
         complete = not any(d.severity is Severity.ERROR for d in result.diagnostics)
         result.diagnostics += check_cluster(cluster, smap, complete=complete)
         result.cluster = cluster
-        # Routing needs a whole, physically sound cluster; its findings are E2xx.
-        if routing and not any(d.severity is Severity.ERROR for d in result.diagnostics):
+        # Routing needs the whole cluster, every node and link of it; findings about rates,
+        # buffers and credits do not change its graph. Its own findings are E2xx.
+        if routing and complete and all(d.severity is Severity.WARNING
+                                        or d.code in _ROUTABLE for d in result.diagnostics):
             result.routed, diags = route(cluster, smap)
             result.diagnostics += diags
             if hardware and result.ok:
