@@ -362,7 +362,7 @@ def topologies(fmt: str) -> None:
     """List the topology presets with their size and shape."""
     rows = []
     for name in sorted(load_presets()):
-        result = lint_file(data_dir("topologies") / f"{name}.yaml")
+        result = lint_file(data_dir("topologies") / f"{name}.yaml", hardware=False)
         cluster = result.cluster
         topo = cluster.desc.topology if cluster else None
         rows.append({
@@ -377,6 +377,64 @@ def topologies(fmt: str) -> None:
     _listing(rows, fmt, "optnet topology presets", [
         ("preset", "name"), ("kind", "kind"), ("nodes", "nodes"), ("links", "links"),
         ("board", "board"), ("description", "description")])
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def examples(fmt: str) -> None:
+    """List the example clusters shipped with optnet; start your own from one with
+    'optnet init --from NAME'."""
+    rows = []
+    for path in sorted(data_dir("examples").glob("*.yaml")):
+        cluster = lint_file(path, routing=False).cluster
+        rows.append({
+            "name": path.stem,
+            "nodes": len(cluster.nodes) if cluster else None,
+            "board": cluster.nodes[0].board.name if cluster and cluster.nodes else None,
+            "description": (cluster.desc.description or "") if cluster else "",
+        })
+    _listing(rows, fmt, "optnet examples", [
+        ("example", "name"), ("nodes", "nodes"), ("board", "board"),
+        ("description", "description")])
+
+
+#: The modeline of a shipped example names the schema relative to the repository.
+_MODELINE = "# yaml-language-server: $schema=../schema/cluster.schema.json"
+
+
+@cli.command()
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.option("--from", "example", required=True, metavar="NAME",
+              help="The shipped example to start from ('optnet examples' lists them).")
+def init(file: str | None, example: str) -> None:
+    """Write a new cluster FILE (default: NAME.yaml here) from a shipped example, to edit
+    and build. An existing file is never overwritten.
+
+    Exit status 0 when written, 2 for an unknown example or when FILE exists.
+    """
+    shipped = {p.stem: p for p in data_dir("examples").glob("*.yaml")}
+    if example not in shipped:
+        click.echo(f"optnet: there is no example called {example!r}; the examples are "
+                   f"{', '.join(sorted(shipped))}.", err=True)
+        sys.exit(EXIT_USAGE)
+    target = Path(file or f"{example}.yaml")
+    schema_path = data_dir("schema") / "cluster.schema.json"
+    text = shipped[example].read_text(encoding="utf-8").replace(
+        _MODELINE, f"# yaml-language-server: $schema={schema_path.as_uri()}", 1)
+    try:
+        with open(target, "x", encoding="utf-8") as out:     # "x": never overwrite
+            out.write(text)
+    except FileExistsError:
+        click.echo(f"optnet: {shown_path(target)} exists; optnet init does not overwrite "
+                   "files.", err=True)
+        sys.exit(EXIT_USAGE)
+    except OSError as exc:
+        click.echo(f"optnet: cannot write {shown_path(target)}: {exc.strerror or exc}.",
+                   err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(f"wrote {shown_path(target)}; build it with: optnet build {shown_path(target)} "
+               "-o build/")
 
 
 def _listing(rows: list[dict], fmt: str, title: str,
