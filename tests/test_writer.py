@@ -69,7 +69,10 @@ def outside(tmp_path) -> Path:
 # --- links planted inside the output ------------------------------------------------------
 
 
-def test_hdl_does_not_write_through_a_link_in_the_output(run, tmp_path, outside):
+def test_hdl_does_not_write_through_a_link_in_the_output(run, tmp_path, outside, monkeypatch):
+    # Lowering is not what is tested: a one-line module per node keeps this quick.
+    monkeypatch.setattr("optnet.emit.hdl.node_files",
+                        lambda plan: {f"rtl/{plan.node}.v": f"module {plan.node}; endmodule\n"})
     out = tmp_path / "out"
     out.mkdir()
     (out / "nodes").symlink_to(outside, target_is_directory=True)
@@ -79,6 +82,13 @@ def test_hdl_does_not_write_through_a_link_in_the_output(run, tmp_path, outside)
             "output; optnet writes nothing through links") in result.stderr
     assert _tree(outside) == {"victim.v": b"precious\n"}
     assert _names(out) == ["nodes"] and (out / "nodes").is_symlink()
+    (out / "nodes").unlink()
+    (out / "notes.txt").write_text("mine")
+    result = run("hdl", str(RING), "-o", str(out), "--nodes", "n0,n1")
+    assert result.exit_code == 0, result.output
+    assert _tree(out) == {"notes.txt": b"mine", "nodes/n0/rtl/n0.v": b"module n0; endmodule\n",
+                          "nodes/n1/rtl/n1.v": b"module n1; endmodule\n"}
+    assert _names(tmp_path) == ["out", "outside"]
 
 
 def test_hdl_files_do_not_replace_a_planted_file_link(tmp_path, outside):
@@ -343,7 +353,7 @@ def test_a_second_run_on_a_locked_output_stops_before_any_work(run, tmp_path, mo
     assert _names(tmp_path) == ["out"]
 
 
-def test_two_concurrent_builds_into_one_fresh_output(tmp_path):
+def test_two_concurrent_runs_into_one_fresh_output(tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     procs = [subprocess.Popen([sys.executable, "-m", "optnet", "report", str(RING), "-o",
@@ -473,5 +483,9 @@ def test_check_output_names_the_reasons(tmp_path):
         check_output(Path("/"))
     with pytest.raises(OutputError, match="is also a folder of other output files"):
         write_tree(tmp_path / "out", {"a": b"1", "a/b": b"2"})
+    with pytest.raises(OutputError, match=r"The output's parent directory '.*/f/a/b' cannot "
+                                          r"be made \(making '.*/f/a'\): Not a directory "
+                                          r"\(ENOTDIR\)\.$"):
+        write_tree(tmp_path / "f/a/b/out", {"a": b"1"})
     assert check_output(tmp_path / "new", replace=False) == tmp_path / "new"
     assert _names(tmp_path) == ["f"]

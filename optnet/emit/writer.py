@@ -160,12 +160,14 @@ def check_output(out: Path, *, replace: bool = True) -> Path:
                           "instead.")
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise OutputError(f"The output '{out}' exists and is not a directory.")
-    for path in ([out] if st is not None else []) + [out.parent]:
-        if os.path.isdir(path) and not os.access(path, os.W_OK | os.X_OK):
-            raise OutputError(
-                f"The directory '{path}' is not writable, and optnet needs to write there "
-                f"(its lock file and staging directory go next to the output '{out}'); "
-                "choose an output directory in a writable place.")
+    if os.path.isdir(out.parent) and not os.access(out.parent, os.W_OK | os.X_OK):
+        raise OutputError(
+            f"The directory '{out.parent}' is not writable, and optnet needs to write there "
+            f"(its lock file and staging directory go next to the output '{out}'); choose "
+            "an output directory in a writable place.")
+    if st is not None and not os.access(out, os.W_OK | os.X_OK):
+        raise OutputError(f"The output directory '{out}' is not writable; choose an output "
+                          "directory in a writable place.")
     if replace and st is not None:
         with contextlib.suppress(OSError):
             cwd = Path(os.path.realpath(os.getcwd()))
@@ -333,8 +335,9 @@ def _make_parents(parent: Path) -> list[Path]:
             for done in reversed(made):
                 with contextlib.suppress(OSError):
                     os.rmdir(done)
-            raise OutputError(f"The output's parent directory '{parent}' cannot be made: "
-                              f"'{path}': {_reason(exc)}.") from exc
+            where = f" (making '{path}')" if path != parent else ""
+            raise OutputError(f"The output's parent directory '{parent}' cannot be "
+                              f"made{where}: {_reason(exc)}.") from exc
         made.append(path)
     return made
 
