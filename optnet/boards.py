@@ -57,7 +57,9 @@ def _read(path: Path, display: str) -> tuple[_RawBoard | None, list[Diagnostic]]
 
 
 def _board_checks(board: BoardDesc, smap: SourceMap, stem: str) -> list[Diagnostic]:
-    diags = []
+    # The board's name (and file name) reaches output folder names, comments of Tcl
+    # scripts and Makefiles and the cabling plan.
+    diags = check_identifier(board.name, "board name", smap.at(("name",)))
     if board.name != stem:
         diags.append(Diagnostic("E030", f"The board file {stem}.yaml names its board "
                                 f"'{board.name}'; the name must match the file name.",
@@ -75,6 +77,8 @@ def _board_checks(board: BoardDesc, smap: SourceMap, stem: str) -> list[Diagnost
             used[pin] = path
 
     for cname, clock in board.clocks.items():
+        diags += check_identifier(cname, f"clock name on board '{board.name}'",
+                                  smap.at(("clocks", cname), key=True))
         for key in ("pin", "p", "n"):
             claim(getattr(clock, key), ("clocks", cname, key))
     for pname, port in board.ports.items():

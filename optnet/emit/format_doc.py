@@ -48,7 +48,9 @@ def _type(prop: dict) -> str:
     if kind == "object" and "additionalProperties" in prop:
         return f"mapping of name to {_type(prop['additionalProperties'])}"
     if "pattern" in prop and prop.get("examples"):
-        return f"quantity, e.g. `{prop['examples'][0]}`"
+        # A strict string form (optnet.spec.models.Form) has a length limit; a quantity not.
+        what = "string" if "maxLength" in prop else "quantity"
+        return f"{what}, e.g. `{prop['examples'][0]}`"
     return kind
 
 
