@@ -195,8 +195,9 @@ def csv_cell(value: str) -> str:
     """``value`` as one RFC 4180 field (quoted when it holds a comma, quote or line
     break)."""
     out = io.StringIO()
-    csv.writer(out, lineterminator="").writerow([value])
-    return out.getvalue()
+    # The writer quotes a field holding a character of its line terminator: keep \r\n.
+    csv.writer(out, lineterminator="\r\n").writerow([value])
+    return out.getvalue().removesuffix("\r\n")
 
 
 # --------------------------------------------------------------------------- Markdown
