@@ -205,6 +205,22 @@ def test_board_schema_refuses_a_trailing_newline(tmp_path, field, value):
         ("E014", _bad_form(subject, value, form))]
 
 
+@pytest.mark.parametrize(("vendor", "family", "refused"), [
+    ("xilinx", "virtex7", True), ("lattice", "ecp5", True), ("intel", "stratix10", False)])
+def test_iostandard_words_only_on_intel(tmp_path, vendor, family, refused):
+    # Quartus names I/O standards with spaces ("1.8 V"); Vivado, ISE and nextpnr with one
+    # word, which UCF and LPF could not even quote.
+    text, line, column = _yaml_text(_BOARD, _BOARD_OK, "clock_std", "1.8 V")
+    text = text.replace("vendor: xilinx", f"vendor: {vendor}").replace("family: virtex7",
+                                                                      f"family: {family}")
+    path = tmp_path / "evil.yaml"
+    path.write_text(text)
+    found = _at(load_board_file(path).diagnostics, line, column)
+    assert found == ([("E030", "The I/O standard '1.8 V' at clocks.sys.iostandard of board "
+                               f"'evil' has a space; {vendor} I/O standards are one word "
+                               "(LVDS_25, LVCMOS33).")] if refused else [])
+
+
 def test_every_shipped_board_value_has_its_form():
     # The strict forms keep every value the shipped boards use (pins like AB12 and P3, the
     # sites of four families, "2x CX4", "H-tile", LVCMOS33D, ...).
@@ -665,6 +681,22 @@ def test_fusesoc_core_loads_back(payload):
     assert evil["description"] == f"optnet network of node {plan.node} ({value}, {value})"
     assert evil["targets"]["synth"]["tools"]["vivado"]["part"] == value
     assert evil.keys() == benign.keys() and evil["filesets"] == benign["filesets"]
+
+
+def test_lint_reports_a_refused_value(monkeypatch):
+    # A value the schema let through but an emitter refuses is an E320 finding of lint,
+    # not a crash of the build.
+    import optnet.emit.checks as checks
+    routed, plans = _example("ulx3s_ring4")
+
+    def refuse(plan, board):
+        raise EscapeError("The value 'a b' cannot be written into a Makefile.")
+
+    monkeypatch.setattr(checks, "constraint_files", refuse)
+    [finding, *_] = checks.hardware_findings(routed.cluster, plans)
+    assert (finding.code, finding.message) == (
+        "E320", "The project of node 'n0' (board 'ulx3s') cannot be generated: The value "
+                "'a b' cannot be written into a Makefile.")
 
 
 def test_raw_of_another_language_is_escaped():
