@@ -262,6 +262,7 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from optnet.emit.build import BitstreamError, BitstreamOptions, build_files
+    from optnet.emit.env import EscapeError
     from optnet.emit.projects import ProjectError
     from optnet.hw.board import PllError
     from optnet.report.resources import ResourcesError
@@ -286,7 +287,7 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
                     result.routed, plans, result.sources, jobs=jobs, progress=progress,
                     bitstream=BitstreamOptions(seed, timing_allow_fail) if bitstream else None,
                     resources=resources)
-            except (ProjectError, PllError, BitstreamError, ResourcesError) as exc:
+            except (ProjectError, PllError, BitstreamError, ResourcesError, EscapeError) as exc:
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(EXIT_FINDINGS)
             stats = write_tree(Path(output), files)

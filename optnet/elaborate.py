@@ -28,8 +28,8 @@ __all__ = ["DEFAULT_PHY", "elaborate", "parse_end"]
 # The PHY a port gets when nothing names one: each vendor's own streaming link IP.
 DEFAULT_PHY = {"parallel": "lvds", "xilinx": "aurora_64b66b", "intel": "serial_lite_3",
                "lattice": "raw_8b10b"}
-_END = re.compile(r"^(?P<node>[^.\[\]\s]+)\.(?P<port>[^.\[\]\s]+)"
-                  r"(?:\[(?P<first>[0-9]{1,3})(?:\.\.(?P<last>[0-9]{1,3}))?\])?$")
+_END = re.compile(r"(?P<node>[^.\[\]\s]+)\.(?P<port>[^.\[\]\s]+)"
+                  r"(?:\[(?P<first>[0-9]{1,3})(?:\.\.(?P<last>[0-9]{1,3}))?\])?")
 _FIELDS = ("phy", "lanes", "line_rate", "length")
 
 
@@ -71,7 +71,7 @@ class _Pending:
 
 def parse_end(text: str) -> tuple[str, str, int | None, int | None] | None:
     """Split ``node.port``, ``node.port[i]`` or ``node.port[i..j]``; None if malformed."""
-    match = _END.match(text)
+    match = _END.fullmatch(text)
     if match is None:
         return None
     first = int(match["first"]) if match["first"] is not None else None

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from optnet.cluster import Cluster
 from optnet.diagnostics import Finding
 from optnet.emit.constraints import constraint_files
+from optnet.emit.env import EscapeError
 from optnet.emit.projects import ProjectError, project_files
 from optnet.hw.board import PllError
 from optnet.plan import NodePlan
@@ -54,7 +55,8 @@ def hardware_findings(cluster: Cluster, plans: Sequence[NodePlan]) -> list[Findi
                 "E310", f"Node '{p.node}' (board '{p.board}') cannot be clocked: {exc}",
                 ("network", "clock"),
                 hint="Choose a network clock (or line rate) the board's PLL can make."))
-        except ProjectError as exc:
+        except (ProjectError, EscapeError) as exc:
+            # EscapeError: a value the schema let through that a tool file cannot hold.
             findings.append(Finding(
                 "E320", f"The project of node '{p.node}' (board '{p.board}') cannot be "
                 f"generated: {' '.join(map(str, exc.args))}", node.origin))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from optnet.emit.drawing import topology_svg
 from optnet.emit.env import render_template
+from optnet.emit.escape import Raw
 from optnet.report import plots
 from optnet.report.collectives import all_pairs_load
 from optnet.report.latency import COMPONENTS
@@ -47,7 +48,8 @@ def report_files(routed: Sequence[Routed], build: dict | None = None, build_md: 
     for r, doc in zip(routed, docs, strict=True):
         sections += _sections(doc, _figures(r, doc))
     title = docs[0]["cluster"] if len(docs) == 1 else " vs ".join(d["cluster"] for d in docs)
-    context = dict(title=title, sections=sections, build_md=build_md)
+    # build_md is Markdown for report.md; report.html shows it as text.
+    context = dict(title=title, sections=sections, build_md=Raw(build_md, "md"))
     return {
         "report.json": json.dumps(report_json(docs, build), indent=2, sort_keys=True) + "\n",
         "report.md": render_template("report/report.md.j2", **context),
@@ -216,11 +218,11 @@ def _channel_load(routed: Routed) -> list[tuple[str, dict[str, float]]]:
     return [(routed.net.name(c), {"transfers": float(k)}) for c, k in busiest]
 
 
-def _inline(svg: str) -> str:
+def _inline(svg: str) -> Raw:
     # an SVG file's text without its XML declaration and comments, to embed in HTML
     lines = [line for line in svg.splitlines()
              if not line.startswith(("<?xml", "<!--"))]
-    return "\n".join(lines)
+    return Raw("\n".join(lines), "html")
 
 
 def _ns(value: float | None) -> str:

@@ -161,6 +161,14 @@ def _diagnostic(err: dict, model: type[BaseModel], data: Any, smap: SourceMap) -
                           f"{', '.join(choices)}.{did_you_mean(got, choices)}", where)
     if kind == "bad_quantity":
         return Diagnostic("E013", f"{subject}: {err['msg']}.", where)
+    if kind == "bad_form":
+        got = err.get("input")
+        shown = repr(got) if len(repr(got)) <= 50 else repr(got)[:47] + "..."
+        return Diagnostic("E014", f"{subject} is {shown}, which is not {ctx['what']}: "
+                          f"{ctx['rule']} (for example {ctx['example']}).", where,
+                          hint="Values from board and cluster files are written into Tcl "
+                          "scripts, constraint files and Makefiles, so they must have this "
+                          "exact form.")
     if kind in _RANGE:
         bound = _RANGE[kind].format(**ctx)
         got = err.get("input")
