@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -143,9 +144,12 @@ def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str 
     else:
         click.echo(render_template("report/route.txt.j2", r=routed, m=metrics,
                                    tables=node_tabs if tables else None,
-                                   rate=lambda v: format_quantity(
-                                       Quantity(Fraction(v).limit_denominator(1000),
-                                                Dimension.RATE))), nl=False)
+                                   rate=_rate), nl=False)
+
+
+def _rate(bps: float) -> str:
+    """A rate to four significant digits, in the unit that suits it (``99.84Gbps``)."""
+    return format_quantity(Quantity(Fraction(Decimal(f"{bps:.4g}")), Dimension.RATE))
 
 
 @cli.command("hdl")

@@ -9,7 +9,9 @@ from optnet.boards import BoardLibrary, load_board_file, load_library
 from optnet.cluster import Cluster
 from optnet.diagnostics import Diagnostic, DiagnosticError, Location, Severity
 from optnet.elaborate import elaborate
+from optnet.model import model_params
 from optnet.resources import data_dir, shown_path
+from optnet.routing.latency import check_credit
 from optnet.routing.route import Routed, route
 from optnet.spec.checks import check_cluster
 from optnet.spec.inherit import inherit
@@ -96,7 +98,8 @@ def lint_file(path: Path, display: str | None = None,
         Boards to use; by default the shipped library plus a ``boards/`` folder next to the
         file.
     routing : bool
-        Also route the cluster and prove it deadlock-free (E2xx); on by default.
+        Also route the cluster, prove it deadlock-free (E2xx) and check the endpoints'
+        credits against the routes (W101); on by default.
 
     Raises
     ------
@@ -148,10 +151,13 @@ def lint_file(path: Path, display: str | None = None,
         complete = not any(d.severity is Severity.ERROR for d in result.diagnostics)
         result.diagnostics += check_cluster(cluster, smap, complete=complete)
         result.cluster = cluster
-        # Routing needs a whole, physically sound cluster; its findings are E2xx.
+        # Routing needs a whole, physically sound cluster; its findings are E2xx, and the
+        # credit check (W101) follows the routes, as the report's credit table does.
         if routing and not any(d.severity is Severity.ERROR for d in result.diagnostics):
             result.routed, diags = route(cluster, smap)
             result.diagnostics += diags
+            if result.routed is not None:
+                result.diagnostics += check_credit(result.routed, model_params(cluster), smap)
     return result
 
 
