@@ -31,9 +31,9 @@ from optnet.cluster import Cluster, Link
 from optnet.phys import PHYS
 from optnet.spec.models import EndpointDesc
 
-__all__ = ["BLOCK_TABLE_FAMILIES", "COMPONENTS", "ENDPOINT_CREDIT_CYCLES", "HUB_CYCLES", "LINK_LAYER_CYCLES",
-           "Breakdown", "CreditCheck", "LinkParams", "ModelParams", "endpoint_credits",
-           "ends", "frame_bits", "hop", "hop_times", "model_params"]
+__all__ = ["BLOCK_TABLE_FAMILIES", "COMPONENTS", "ENDPOINT_CREDIT_CYCLES", "HUB_CYCLES",
+           "LINK_LAYER_CYCLES", "Breakdown", "CreditCheck", "LinkParams", "ModelParams",
+           "endpoint_credits", "ends", "frame_bits", "hop", "hop_times", "model_params"]
 
 #: Network clock cycles a flit spends in the two link layers of a hop at zero load (framing,
 #: the clock crossings to and from the PHY domain, the frame check), besides the frame's

@@ -367,3 +367,18 @@ def test_link_layer_cycles_match_the_rtl(width, phy_width, phy_latency):
     cycles, words = _link_cycles(width, phy_width, phy_latency)
     # the model: its link-layer cycles, the PHY's latency and one frame's serialisation
     assert cycles == LINK_LAYER_CYCLES + phy_latency + words
+
+
+@pytest.mark.parametrize("example", sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")))
+def test_model_frame_and_header_are_the_hardwares(example):
+    # the model sits below the hardware stages, so it sizes frames and headers itself
+    from optnet.hw.link import frame_layout
+    from optnet.plan import plan
+
+    routed = lint_file(ROOT / "examples" / f"{example}.yaml").routed
+    params = model_params(routed.cluster)
+    node = plan(routed)[0]
+    assert {frame_layout(port.link).size for port in node.ports} == {params.frame_bits}
+    assert params.header_bits == node.fmt.header_bits
+    assert params.router_cycles == routed.cluster.desc.network.router.pipeline + int(
+        node.router.block_tables)

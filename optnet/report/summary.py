@@ -17,7 +17,7 @@ from optnet.report.latency import COMPONENTS, diameter, hop, latency_matrix, rou
 from optnet.report.params import ModelParams, model_params
 from optnet.report.resources import NodeResources
 from optnet.routing.latency import credit_loop
-from optnet.routing.metrics import compute_metrics
+from optnet.routing.metrics import compute_metrics, link_types
 from optnet.routing.route import Routed
 
 __all__ = ["MESSAGE_SIZES", "PACKET_SIZES", "REPORT_VERSION", "cluster_report", "report_json"]
@@ -89,16 +89,13 @@ def _parameters(params: ModelParams) -> dict:
         "link_layer_cycles": params.link_layer_cycles, "hub_cycles": params.hub_cycles,
         "cable_ns_per_m": _ns(params.cable_delay_per_m), "startup_ns": _ns(params.startup),
         "error_rate": params.error_rate, "flit_bits": params.flit_bits,
-        "frame_bits": params.frame_bits,
+        "frame_bits": params.frame_bits, "packet_flits": params.packet_flits,
     }
 
 
 def _link_types(routed: Routed, params: ModelParams) -> dict:
-    # one representative link per type (protocol and lanes), in link order
-    kinds = {}
-    for link in routed.cluster.links:
-        kinds.setdefault(params.link_type(link), link)
-    return kinds
+    # one representative link per type (protocol and lanes), in link order, as the metrics
+    return link_types(routed.cluster, params)
 
 
 def _latency(routed: Routed, params: ModelParams, names: list[str], matrix, d) -> dict:

@@ -15,13 +15,14 @@ from fractions import Fraction
 import networkx as nx
 import numpy as np
 
-from optnet.model import ModelParams, model_params
+from optnet.model import ModelParams, hop, model_params
 from optnet.routing.algorithms import ahead
 from optnet.routing.latency import Diameter, diameter
 from optnet.routing.network import Network
 from optnet.routing.route import Routed
 
-__all__ = ["EXACT_BISECTION_NODES", "LATENCY_MODEL", "compute_metrics", "through"]
+__all__ = ["EXACT_BISECTION_NODES", "LATENCY_MODEL", "compute_metrics", "link_types",
+           "through"]
 
 #: How the diameter's latency is modelled (docs/report.md), for the printed metrics.
 LATENCY_MODEL = ("zero load, endpoint to endpoint: 2 hub + (hops + 1) router + per hop "
@@ -238,6 +239,14 @@ def _bisection(routed: Routed) -> dict:
                        + "; ".join(tried) + "); the minimum may be lower")
 
 
+def link_types(cluster, params: ModelParams) -> dict:
+    """One link per type (:meth:`~optnet.model.ModelParams.link_type`), in link order."""
+    kinds: dict = {}
+    for link in cluster.links:
+        kinds.setdefault(params.link_type(link), link)
+    return kinds
+
+
 def compute_metrics(routed: Routed, params: ModelParams | None = None,
                     far: Diameter | None = None) -> dict:
     """Every metric of ``routed`` as JSON-ready data (rates in bit/s, times in ns).
@@ -270,6 +279,9 @@ def compute_metrics(routed: Routed, params: ModelParams | None = None,
         },
         "bisection": _bisection(routed),
         "latency_model": LATENCY_MODEL,
+        # one hop per link type, as the report's per-hop table gives it
+        "hop_ns": {kind: round(float(hop(params, link).total) * 1e9, 3)
+                   for kind, link in link_types(cluster, params).items()},
     }
     traffic = {}
     if n > 1:
