@@ -69,7 +69,8 @@ def cli(verbose: int) -> None:
               help="Output format: human text, JSON, SARIF 2.1.0, or GitHub annotations.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.option("--no-route", is_flag=True,
-              help="Skip routing and the deadlock proof (E2xx): faster on large clusters.")
+              help="Skip routing, the deadlock proof (E2xx) and the credit check that follows "
+                   "the routes (W101): faster on large clusters.")
 def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None:
     """Check cluster, preset and board FILES (or folders of them) without building.
 
