@@ -116,10 +116,14 @@ def _blocks(routed: Routed, params: ModelParams
             raise ValueError("a node has no route to some destination")
         a, b = lat[nxt], flit[nxt]
         jump = np.where(nxt >= 0, dst[nxt], ds[:, None])
-        while not (jump == ds[:, None]).all():
+        for _ in range(n.bit_length() + 1):
+            if (jump == ds[:, None]).all():
+                break
             a = a + np.take_along_axis(a, jump, axis=1)
             b = np.maximum(b, np.take_along_axis(b, jump, axis=1))
             jump = np.take_along_axis(jump, jump, axis=1)
+        if not (jump == ds[:, None]).all():
+            raise ValueError("a route runs in a loop")
         yield ds, a, b
 
 

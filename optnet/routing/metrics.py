@@ -196,8 +196,8 @@ def _bisection(routed: Routed) -> dict:
     cluster = routed.cluster
     n = len(cluster.nodes)
     if n < 2 or not cluster.links:
-        return {"links": 0, "bandwidth_bps": 0.0, "halves": [n - n // 2, n // 2],
-                "kind": "exact", "method": "trivial"}
+        return {"links": 0, "bandwidth_bps": 0.0, "halves": [n // 2, n - n // 2],
+                "kind": "exact", "method": "trivial: no link to cut"}
     cuts = _Cuts(cluster)
     if n <= EXACT_BISECTION_NODES:
         return cuts.result(cuts.best(_subsets(n, _balanced(n))), "exact",
