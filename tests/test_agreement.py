@@ -167,3 +167,56 @@ def test_bluedbm_20_figures(run, tmp_path):
     assert cmd["needed_packets"] == data["needed_packets"] == 25
     assert cmd["round_trip_ns"] == 3601.162 and cmd["loop_ns"] == 3772.942
     assert cmd["packet_ns"] == 155.925 and cmd["sufficient"] and cmd["share"] == 1.0
+
+
+def _managed(tmp_path: Path, example: str) -> Path:
+    # the example with a managed endpoint in place of its unmanaged one
+    text = (ROOT / "examples" / f"{example}.yaml").read_text()
+    assert "managed: false" in text
+    path = tmp_path / f"{example}_managed.yaml"
+    path.write_text(text.replace("managed: false", "credit: 8, offset: 2"))
+    return path
+
+
+@pytest.mark.parametrize("source", ["bee3_one_x8", "bee3_four_x2", "ring300"])
+def test_search_finds_the_exact_slowest_pairs(tmp_path, source):
+    """The floating-point search over all pairs picks the pair exact arithmetic picks, for
+    the diameter and for the credit loop (per-pair bottlenecks on BEE3's mixed links)."""
+    from optnet.lint import lint_file
+    from optnet.model import ENDPOINT_CREDIT_CYCLES, model_params
+    from optnet.routing.latency import credit_loop, diameter, latency_matrix
+
+    if source == "ring300":
+        path = tmp_path / "ring300.yaml"
+        # 300 nodes: two blocks of destinations and routes of up to 150 hops
+        path.write_text("optnet: 1\nname: ring300\ndefaults: {board: vc707, link: {lanes: 1, "
+                        "line_rate: 10Gbps}}\ntopology: {kind: ring, nodes: 300}\n"
+                        "endpoints:\n  - {name: d, width: 64, credit: 8, offset: 2}\n")
+    else:
+        path = _managed(tmp_path, source)
+    routed = lint_file(path).routed
+    params = model_params(routed.cluster)
+    net, names = routed.net, [node.name for node in routed.cluster.nodes]
+    matrix = latency_matrix(routed, params)
+    pairs = [(s, d) for s in range(net.size) for d in range(net.size) if s != d]
+    top = max(matrix[s][d] for s, d in pairs)
+    first = next((s, d) for s, d in pairs if matrix[s][d] == top)
+    far = diameter(routed, params)
+    assert (far.src, far.dst) == (names[first[0]], names[first[1]])
+    assert far.latency.total == top
+    if source == "ring300":
+        return
+    flits = params.packet_flits
+
+    def ratio(s, d):
+        slowest = max(params.flit_time(net.link(c)) for c in routed.routing.path(net, s, d))
+        loop = (matrix[s][d] + matrix[d][s] + (flits - 1) * slowest
+                + params.cycles(ENDPOINT_CREDIT_CYCLES))
+        return loop / (flits * slowest)
+
+    ratios = {pair: ratio(*pair) for pair in pairs}
+    worst = max(ratios.values())
+    s, d = next(pair for pair in pairs if ratios[pair] == worst)
+    loop = credit_loop(routed, params)
+    assert (loop.src, loop.dst) == (names[s], names[d])
+    assert loop.loop / loop.packet_time == worst
