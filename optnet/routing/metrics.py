@@ -141,8 +141,9 @@ class _Cuts:
         self.uniform = len({link.bandwidth for link in cluster.links}) <= 1
 
     def best(self, sides: np.ndarray) -> np.ndarray:
-        """The side (boolean per node) of least bandwidth among the rows of ``sides``; ties
-        (to 12 digits) go to fewer links, then to the first row."""
+        """The side (boolean per node) of least bandwidth among the balanced rows of
+        ``sides``; ties (to 12 digits) go to fewer links, then to the first row."""
+        sides = sides[np.abs(2 * sides.sum(axis=1) - self.n) <= 1]
         cross = sides[:, self.a] != sides[:, self.b]
         rate = cross @ self.rate
         low = rate <= rate.min() * (1 + 1e-12)
