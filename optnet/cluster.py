@@ -104,6 +104,18 @@ class Link:
     dim: int | None
     origin: Path
 
+    def setting_paths(self, key: str) -> tuple[Path, ...]:
+        """Where setting ``key`` (``phy``, ``lanes``, ``line_rate``, ``length``) of this link
+        may be written, in the order elaboration layers them: the link itself (explicit
+        links), the topology's link settings (generated links), ``defaults.link``. The first
+        of these the file has is where a finding about the setting belongs."""
+        if self.role == "explicit":
+            paths: tuple[Path, ...] = ((*self.origin, key),)
+        else:
+            paths = (("topology", "global_link", key),) if self.role == "global" else ()
+            paths += (("topology", "link", key),)
+        return (*paths, ("defaults", "link", key))
+
     @property
     def bandwidth(self) -> Fraction:
         """Payload-capable bit/s in each direction after line encoding."""

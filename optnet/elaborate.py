@@ -93,8 +93,10 @@ def _layers(*layers: m.LinkSettings | m.PortSettings | None) -> dict:
 
 
 class _Elaborator:
-    def __init__(self, desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary) -> None:
+    def __init__(self, desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary,
+                 broken: frozenset[str]) -> None:
         self.desc = desc
+        self.broken = broken
         self.smap = smap
         self.library = library
         self.diags: list[Diagnostic] = []
@@ -284,6 +286,8 @@ class _Elaborator:
             return None
         node, port, first, last = parsed
         if node not in self.protos:
+            if node in self.broken:
+                return None  # the node's own errors are reported; the link waits for them
             self.error("E102", f"The link end '{text}' names node '{node}', which the "
                        f"cluster does not have.{did_you_mean(node, self.protos)}", path)
             return None
@@ -486,8 +490,8 @@ class _Elaborator:
         gen = self.generated()
         self.explicit_nodes()
         if not self.protos:
-            if self.desc.topology is not None:
-                return None  # the generator has already said why there are no nodes
+            if self.desc.topology is not None or self.broken:
+                return None  # the generator or the nodes' own errors have said why
             self.error("E116", "The cluster has no nodes: give a 'topology' or a list of "
                        "'nodes'.", ())
             return None
@@ -523,9 +527,13 @@ def _lanes(count: int) -> str:
     return f"{count} lane{'s' if count != 1 else ''}"
 
 
-def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary
-              ) -> tuple[Cluster | None, list[Diagnostic]]:
+def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary, *,
+              broken: frozenset[str] = frozenset()) -> tuple[Cluster | None, list[Diagnostic]]:
     """Elaborate ``desc``.
+
+    ``broken`` names nodes the file declares but that were left out of ``desc`` for their
+    schema errors (:func:`optnet.spec.validate.validate_pruned`): links to them are left
+    out without an E102 of their own.
 
     Returns
     -------
@@ -534,6 +542,6 @@ def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary
         placed, and the findings of elaboration (E020-E023, E101-E105, E108, E109, E112,
         E114, E116). The cluster is None only when there are no nodes at all.
     """
-    elaborator = _Elaborator(desc, smap, library)
+    elaborator = _Elaborator(desc, smap, library, broken)
     cluster = elaborator.run()
     return cluster, elaborator.diags

@@ -18,7 +18,7 @@ from optnet.cluster import Cluster, Link, graph
 from optnet.diagnostics import Diagnostic
 from optnet.phys import PARALLEL_REACH, PHYS
 from optnet.spec.names import check_identifier
-from optnet.spec.source import SourceMap
+from optnet.spec.source import Path, SourceMap
 from optnet.units import Dimension, Quantity, format_quantity
 
 __all__ = ["CHECKS", "check_cluster"]
@@ -35,21 +35,34 @@ class _Collector:
         self.diags: list[Diagnostic] = []
         self.grouped: dict[tuple[str, str], list[Link]] = defaultdict(list)
 
-    def link(self, link: Link, code: str, reason: str) -> None:
+    def link(self, link: Link, code: str, reason: str, key: str | None = None) -> None:
+        """A finding on ``link`` about its setting ``key`` (``phy``, ``line_rate`` ...),
+        located where that setting is written, or at the link when it is about no one
+        setting or the setting is not written anywhere."""
+        where = setting_path(link, key, self.smap) if key else None
         if link.role == "explicit":
             self.diags.append(Diagnostic(code, f"Link {link}: {reason}",
-                                         self.smap.at(link.origin)))
+                                         self.smap.at(where or link.origin)))
         else:
-            self.grouped[(code, reason)].append(link)
+            self.grouped[(code, reason, where)].append(link)
 
     def done(self) -> list[Diagnostic]:
-        for (code, reason), links in self.grouped.items():
+        for (code, reason, where), links in self.grouped.items():
             first = links[0]
             many = (f"{len(links)} generated {first.role} links (first {first})"
                     if len(links) > 1 else f"Generated {first.role} link {first}")
-            self.diags.append(Diagnostic(code, f"{many}: {reason}",
-                                         self.smap.at(first.origin, key=True)))
+            self.diags.append(Diagnostic(code, f"{many}: {reason}", self.smap.at(where)
+                                         if where else self.smap.at(first.origin, key=True)))
         return self.diags
+
+
+def setting_path(link: Link, key: str, smap: SourceMap) -> Path | None:
+    """Where setting ``key`` of ``link`` is written (:meth:`Link.setting_paths`), or None.
+
+    A finding about a generated link's lanes belongs on the ``lanes`` the user would change,
+    not on the topology that generated the link.
+    """
+    return next((path for path in link.setting_paths(key) if path in smap.values), None)
 
 
 def _check_phy(cluster: Cluster, out: _Collector) -> None:
@@ -61,10 +74,11 @@ def _check_phy(cluster: Cluster, out: _Collector) -> None:
             port = board.ports[end.port]
             if phy.port_kind != port.kind:
                 out.link(link, "E110", f"{link.phy} needs a {phy.port_kind} port, but "
-                         f"{board.name} port {end.port} is {port.kind}.")
+                         f"{board.name} port {end.port} is {port.kind}.", "phy")
             elif phy.vendors and board.vendor not in phy.vendors:
                 out.link(link, "E110", f"{link.phy} is not available on {board.vendor} "
-                         f"FPGAs ({board.name}); it runs on {', '.join(sorted(phy.vendors))}.")
+                         f"FPGAs ({board.name}); it runs on {', '.join(sorted(phy.vendors))}.",
+                         "phy")
             limits = []
             if port.max_line_rate is not None:
                 limits.append((port.max_line_rate, f"port {end.port} of {board.name}"))
@@ -74,19 +88,19 @@ def _check_phy(cluster: Cluster, out: _Collector) -> None:
             for limit, what in limits:
                 if rate.value > limit.value:
                     out.link(link, "E106", f"the line rate {rate} exceeds the {limit} limit of "
-                             f"{what}.")
+                             f"{what}.", "line_rate")
                     break
         if not phy.min_rate.value <= rate.value <= phy.max_rate.value:
             out.link(link, "E107", f"the line rate {rate} is outside the {phy.min_rate} to "
-                     f"{phy.max_rate} range of {link.phy}.")
+                     f"{phy.max_rate} range of {link.phy}.", "line_rate")
         if link.lanes > phy.max_lanes:
             out.link(link, "E107", f"{link.phy} bonds at most {phy.max_lanes} lanes, not "
-                     f"{link.lanes}.")
+                     f"{link.lanes}.", "lanes")
         reach = _reach(cluster, link)
         if reach is not None and link.length is not None and link.length.value > reach:
             out.link(link, "W104", f"a source-synchronous parallel link of {link.length} is "
                      f"longer than the {_q(reach, Dimension.LENGTH)} its pairs stay "
-                     "deskewed over.")
+                     "deskewed over.", "length")
 
 
 def _reach(cluster: Cluster, link: Link) -> Fraction | None:
