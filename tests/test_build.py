@@ -111,6 +111,7 @@ def test_core_parses_with_fusesoc(ring_build):
             assert (ring_build / "nodes/n2" / f["name"]).is_file()
 
 
+@pytest.mark.slow     # test_writer checks the same on write_tree without lowering
 def test_rebuild_keeps_unchanged_files_and_their_mtimes(ring_build, tmp_path):
     out = tmp_path / "out"
     code, _ = _build(str(RING), "-o", str(out), "--nodes", "n0,n1")

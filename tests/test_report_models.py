@@ -26,7 +26,7 @@ from optnet.report.collectives import (
 from optnet.report.latency import diameter, hop, latency_matrix, path_latency, round_trip
 from optnet.report.params import LinkParams, model_params
 
-from .conftest import ROOT
+from .conftest import ROOT, linted_example
 
 US, NS, GBPS = Fraction(1, 10**6), Fraction(1, 10**9), 10**9
 
@@ -108,13 +108,13 @@ PLASTICNET_OVERHEAD = 32 + 32
     (128, Fraction(7, 15)), (1024, Fraction(21, 85)), (4096, Fraction(1 - Fraction(4, 5)
                                                                     * Fraction(4096, 4160)))])
 def test_plasticnet_channel_overhead(payload, overhead):
-    routed = lint_file(ROOT / "examples" / "plasticnet_ring4.yaml").routed
+    routed = linted_example("plasticnet_ring4").routed
     link = model_params(routed.cluster).link(routed.cluster.links[0])
     assert channel_overhead(link, payload, PLASTICNET_OVERHEAD) == overhead
 
 
 def test_plasticnet_overhead_falls_towards_20_percent():
-    routed = lint_file(ROOT / "examples" / "plasticnet_ring4.yaml").routed
+    routed = linted_example("plasticnet_ring4").routed
     link = model_params(routed.cluster).link(routed.cluster.links[0])
     curve = [channel_overhead(link, 128 << k, PLASTICNET_OVERHEAD) for k in range(6)]
     assert curve == sorted(curve, reverse=True)
@@ -126,7 +126,7 @@ def test_plasticnet_best_case_latency_is_about_300_ns():
     # §V: "just over 300 ns" between neighbours at light load, Aurora 8B/10B at 5 Gb/s; the
     # model, with optnet's router, link layer and hub and PG046's 37 user clocks for the
     # Aurora pair, from the example as it stands (no overrides)
-    routed = lint_file(ROOT / "examples" / "plasticnet_ring4.yaml").routed
+    routed = linted_example("plasticnet_ring4").routed
     params = model_params(routed.cluster)
     one_hop = path_latency(routed, params, 0, 1).total
     assert _close(one_hop, 300 * NS, 0.10), float(one_hop / NS)
@@ -152,7 +152,7 @@ def test_bluedbm_link_rate_and_hop_latency(tmp_path):
 
 
 def test_bluedbm_hop_from_optnet_figures_alone_is_under_half_a_microsecond():
-    routed = lint_file(ROOT / "examples" / "bluedbm_20.yaml").routed
+    routed = linted_example("bluedbm_20").routed
     params = model_params(routed.cluster)
     one = hop(params, routed.cluster.links[0])
     assert one.parts["phy"] == Fraction(55 * 64, 10 * GBPS)          # PG074: 55 user clocks
@@ -167,7 +167,7 @@ BLUEDBM_PAYLOAD, BLUEDBM_OVERHEAD = 173, 192 - 173
 
 
 def test_bluedbm_85_percent_link_efficiency():
-    routed = lint_file(ROOT / "examples" / "bluedbm_20.yaml").routed
+    routed = linted_example("bluedbm_20").routed
     link = model_params(routed.cluster).link(routed.cluster.links[0])
     rate = effective_rate(link, BLUEDBM_PAYLOAD, BLUEDBM_OVERHEAD)
     share = rate / (link.lanes * link.line_rate)
@@ -180,7 +180,7 @@ def test_bluedbm_85_percent_link_efficiency():
 
 def test_optnet_framing_of_the_bluedbm_example():
     # optnet's own framing of the example's 128-bit data endpoint: one link frame per flit
-    routed = lint_file(ROOT / "examples" / "bluedbm_20.yaml").routed
+    routed = linted_example("bluedbm_20").routed
     params = model_params(routed.cluster)
     beats = int(routed.cluster.desc.network.max_packet.value) - 1
     payload, overhead = optnet_packet(params, beats, 128)
@@ -297,7 +297,7 @@ def test_cuscomnet_queueing_term():
 
 
 def test_cuscomnet_torus_longest_path_is_four_links():
-    routed = lint_file(ROOT / "examples" / "cuscomnet_torus16.yaml").routed
+    routed = linted_example("cuscomnet_torus16").routed
     assert max_links(routed, 0) == 4
 
 
@@ -360,8 +360,8 @@ def _link_cycles(width: int, phy_width: int, phy_latency: int) -> tuple[int, int
     return cycles[0], cfg.words
 
 
-@pytest.mark.parametrize(("width", "phy_width", "phy_latency"), [(32, 32, 0), (32, 32, 4),
-                                                                 (64, 128, 0)])
+@pytest.mark.parametrize(("width", "phy_width", "phy_latency"), [
+    (32, 32, 0), pytest.param(32, 32, 4, marks=pytest.mark.slow), (64, 128, 0)])
 def test_link_layer_cycles_match_the_rtl(width, phy_width, phy_latency):
     from optnet.report.params import LINK_LAYER_CYCLES
     cycles, words = _link_cycles(width, phy_width, phy_latency)
