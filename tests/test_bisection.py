@@ -10,11 +10,11 @@ import pytest
 from optnet.lint import lint_file
 from optnet.routing.metrics import compute_metrics
 
-from .conftest import ROOT
+from .conftest import linted_example
 
 
-def _bisection(path: Path) -> dict:
-    result = lint_file(path)
+def _bisection(path: Path | str) -> dict:
+    result = linted_example(path) if isinstance(path, str) else lint_file(path)
     assert result.routed is not None, [str(d) for d in result.diagnostics]
     return compute_metrics(result.routed)["bisection"]
 
@@ -28,7 +28,7 @@ def _bisection(path: Path) -> dict:
     ("bee3_two_x4", 16, "99.84"),       # 16 x4 channels at 6.24 Gb/s
     ("bee3_one_x8", 4, "49.92")])       # 4 x8 channels at 12.48 Gb/s
 def test_bee3_bisection_is_across_the_aurora_channels(example, links, gbps):
-    cut = _bisection(ROOT / "examples" / f"{example}.yaml")
+    cut = _bisection(example)
     assert (cut["links"], round(cut["bandwidth_bps"] / 1e6), cut["halves"], cut["kind"]) == (
         links, round(float(gbps) * 1000), [16, 16], "upper_bound")
     assert cut["method"].startswith("upper bound: the least of the balanced cuts tried (")
@@ -54,7 +54,7 @@ def test_exact_bisection_of_an_odd_cluster_puts_node_0_in_either_half(tmp_path):
 def test_unbalanced_middle_cut_is_not_taken(tmp_path):
     # BlueDBM's 4 x 5 torus, 20 nodes, is cut exactly now; the old closed form cut the
     # odd dimension into 8 + 12 nodes across 8 links
-    cut = _bisection(ROOT / "examples" / "bluedbm_20.yaml")
+    cut = _bisection("bluedbm_20")
     assert (cut["links"], cut["halves"], cut["kind"]) == (10, [10, 10], "exact")
     # a 6 x 5 torus of 30 nodes: the largest dimension is odd, so no closed form
     path = tmp_path / "t65.yaml"

@@ -375,7 +375,7 @@ def test_model_frame_and_header_are_the_hardwares(example):
     from optnet.hw.link import frame_layout
     from optnet.plan import plan
 
-    routed = lint_file(ROOT / "examples" / f"{example}.yaml").routed
+    routed = linted_example(example).routed
     params = model_params(routed.cluster)
     node = plan(routed)[0]
     assert {frame_layout(port.link).size for port in node.ports} == {params.frame_bits}
