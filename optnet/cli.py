@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -70,7 +71,8 @@ def cli(verbose: int) -> None:
               help="Output format: human text, JSON, SARIF 2.1.0, or GitHub annotations.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.option("--no-route", is_flag=True,
-              help="Skip routing and the deadlock proof (E2xx): faster on large clusters.")
+              help="Skip routing, the deadlock proof (E2xx) and the credit check that follows "
+                   "the routes (W101): faster on large clusters.")
 def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None:
     """Check cluster, preset and board FILES (or folders of them) without building.
 
@@ -165,10 +167,13 @@ def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str 
             click.echo(json.dumps(doc, indent=2))
         else:
             click.echo(render_template("report/route.txt.j2", r=routed, m=metrics,
-                                       tables=node_tabs if tables else None,
-                                       rate=lambda v: format_quantity(
-                                           Quantity(Fraction(v).limit_denominator(1000),
-                                                    Dimension.RATE))), nl=False)
+                                       tables=node_tabs if tables else None, rate=_rate),
+                       nl=False)
+
+
+def _rate(bps: float) -> str:
+    """A rate to four significant digits, in the unit that suits it (``99.84Gbps``)."""
+    return format_quantity(Quantity(Fraction(Decimal(f"{bps:.4g}")), Dimension.RATE))
 
 
 @cli.command("hdl")

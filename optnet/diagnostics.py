@@ -113,8 +113,9 @@ CODES: dict[str, Code] = _codes(
      "this network."),
     ("E310", "clock-unreachable", "A board's PLL cannot make the clocks a node needs."),
     ("E320", "project-unsupported", "A node's vendor project or link IP cannot be generated."),
-    ("W101", "credit-below-bdp", "A credit is smaller than the bandwidth-delay product of the "
-                                 "longest path, so the flow cannot reach full bandwidth."),
+    ("W101", "credit-below-bdp", "A managed endpoint's credits do not cover its slowest "
+                                 "credit loop (the bandwidth-delay product), so the flow "
+                                 "cannot reach full bandwidth."),
     ("W102", "packet-exceeds-buffer", "A maximum-size packet does not fit an input buffer."),
     ("W103", "unverified-pins", "A link uses a board port whose pins are not verified."),
     ("W104", "link-too-long", "A link is longer than its PHY and connector reach reliably."),

@@ -9,7 +9,9 @@ from optnet.boards import BoardLibrary, load_board_file, load_library
 from optnet.cluster import Cluster
 from optnet.diagnostics import Diagnostic, DiagnosticError, Location, Severity
 from optnet.elaborate import elaborate
+from optnet.model import model_params
 from optnet.resources import data_dir, shown_path
+from optnet.routing.latency import check_credit
 from optnet.routing.route import Routed, route
 from optnet.spec.checks import check_cluster
 from optnet.spec.inherit import inherit
@@ -108,7 +110,8 @@ def lint_file(path: Path, display: str | None = None,
         Boards to use; by default the shipped library plus a ``boards/`` folder next to the
         file.
     routing : bool
-        Also route the cluster and prove it deadlock-free (E2xx); on by default.
+        Also route the cluster, prove it deadlock-free (E2xx) and check the endpoints'
+        credits against the routes (W101); on by default.
     hardware : bool
         After a clean routing, also plan the hardware and check what the build would refuse
         (E3xx: PHYs without hardware, flit formats, clocks, vendor projects); on by default.
@@ -167,11 +170,15 @@ def lint_file(path: Path, display: str | None = None,
         result.diagnostics += check_cluster(cluster, smap, complete=complete)
         result.cluster = cluster
         # Routing needs the whole cluster, every node and link of it; findings about rates,
-        # buffers and credits do not change its graph. Its own findings are E2xx.
+        # buffers and credits do not change its graph. Its own findings are E2xx, and the
+        # credit check (W101) follows routes that are deadlock-free, as the report's credit
+        # table does.
         if routing and complete and all(d.severity is Severity.WARNING
                                         or d.code in _ROUTABLE for d in result.diagnostics):
             result.routed, diags = route(cluster, smap)
             result.diagnostics += diags
+            if result.routed is not None and result.routed.proof.ok:
+                result.diagnostics += check_credit(result.routed, model_params(cluster), smap)
             if hardware and result.ok:
                 result.diagnostics += _hardware(result, smap)
     return result

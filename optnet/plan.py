@@ -19,6 +19,7 @@ from optnet.hw.flit import FlitFormat, clog2
 from optnet.hw.link import LinkConfig
 from optnet.hw.phy.vendor import VENDOR_PHYS, ip_ports, user_width_for
 from optnet.hw.router import RouterConfig
+from optnet.model import BLOCK_TABLE_FAMILIES, endpoint_credits
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.proof import Waits, prove
 from optnet.routing.route import Routed
@@ -29,11 +30,6 @@ __all__ = ["BLOCK_TABLE_FAMILIES", "HW_PHYS", "NodePlan", "PlanError", "PortPlan
 
 #: PHYs the hardware generator has an adapter for.
 HW_PHYS = ("aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "lvds")
-
-#: Families whose routers keep their tables (and the node id) in block RAM, so that the
-#: open flow places and routes a role once and patches each node's tables into its
-#: bitstream (:mod:`optnet.emit.bitstream`).
-BLOCK_TABLE_FAMILIES = ("ecp5",)
 
 #: Header bits reserved for the header's argument (credit grants).
 _ARG_BITS = 16
@@ -191,9 +187,8 @@ def plan(routed: Routed) -> list[NodePlan]:
         endpoints = tuple(EndpointConfig(
             fmt, node.id, i, ep.width, max_packet, waits.broadcast_flits, managed=ep.managed,
             buffer=int(ep.buffer.value) if ep.buffer is not None else 64,
-            credit=ep.credit if ep.credit is not None else 16,
-            offset=ep.offset if ep.offset is not None else 0,
-            init_budget=ep.init_budget if ep.init_budget is not None else 1,
+            **dict(zip(("init_budget", "credit", "offset"), endpoint_credits(ep),
+                       strict=True)),
             priority=min(ep.priority, net.priorities - 1)) for i, ep in enumerate(eps))
         board = node.board
         plans.append(NodePlan(

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from optnet.lint import lint_file
+from optnet.model import CreditCheck
 from optnet.report.bandwidth import (
     channel_overhead,
-    credit_check,
     effective_rate,
     multipath_rate,
     optnet_packet,
@@ -189,12 +189,55 @@ def test_optnet_framing_of_the_bluedbm_example():
         beats * 128, (beats + 1) * params.frame_bits)
 
 
-def test_credit_check_against_the_round_trip():
-    # a window of 512 packets of 10 ns each covers a 3 us round trip; 256 do not
-    assert credit_check(512, 3 * US, 10 * NS).sufficient
-    short = credit_check(256, 3 * US, 10 * NS)
-    assert not short.sufficient and short.needed == 300
-    assert short.share == Fraction(256, 300)
+def test_credit_check_against_the_loop():
+    # 10 ns packets over a 3 us loop: 300 packets must be sent before the first one's grant
+    # is back; one budget of 512 with the grant sent 299 packets early covers it
+    enough = CreditCheck(1, 512, 299, 3 * US, 10 * NS)
+    assert (enough.window, enough.needed, enough.sufficient, enough.share) == (300, 300, True, 1)
+    short = CreditCheck(1, 512, 255, 3 * US, 10 * NS)
+    assert (short.window, short.needed, short.sufficient) == (256, 300, False)
+    # 512 packets per loop and the 256 taken before the grant is sent
+    assert short.share == Fraction(512 * 10, 3000 + 256 * 10)
+    # a second budget adds a whole credit to the window
+    assert CreditCheck(2, 512, 0, 3 * US, 10 * NS).window == 513
+
+
+def _simulated_share(init_budget: int, credit: int, offset: int, loop: int, packets: int = 400
+                     ) -> Fraction:
+    """Packets per packet time a source sends under the endpoint's protocol, step by step:
+    a packet takes 1 time unit to send; its grant, if it earns one, is usable ``loop`` units
+    after it started; the receiver grants ``credit`` after ``credit - offset`` packets, then
+    every ``credit``."""
+    budget, start, arrivals, taken = init_budget * credit, [], [], offset
+    t = 0
+    for _ in range(packets):
+        while budget == 0:
+            t = max(t, arrivals.pop(0))
+            budget += credit
+        while arrivals and arrivals[0] <= t:
+            arrivals.pop(0)
+            budget += credit
+        start.append(t)
+        budget -= 1
+        taken += 1
+        if taken == credit:
+            taken = 0
+            arrivals.append(t + loop)
+        t += 1
+    # steady state: the second half of the run
+    half = packets // 2
+    return Fraction(packets - half, start[-1] - start[half] + 1) if start[-1] > start[half] \
+        else Fraction(1)
+
+
+@pytest.mark.parametrize(("init_budget", "credit", "offset", "loop"), [
+    (1, 8, 2, 5), (1, 8, 2, 7), (1, 8, 2, 30), (1, 16, 0, 40), (2, 8, 3, 12), (2, 8, 3, 40),
+    (3, 4, 1, 25), (1, 1, 0, 9)])
+def test_credit_share_matches_the_protocol(init_budget, credit, offset, loop):
+    check = CreditCheck(init_budget, credit, offset, Fraction(loop), Fraction(1))
+    simulated = _simulated_share(init_budget, credit, offset, loop)
+    assert abs(float(check.share - simulated)) < 0.02, (float(check.share), float(simulated))
+    assert check.sufficient == (simulated >= 1)
 
 
 # ------------------------------------------------------------------------------------ BEE3
@@ -324,3 +367,18 @@ def test_link_layer_cycles_match_the_rtl(width, phy_width, phy_latency):
     cycles, words = _link_cycles(width, phy_width, phy_latency)
     # the model: its link-layer cycles, the PHY's latency and one frame's serialisation
     assert cycles == LINK_LAYER_CYCLES + phy_latency + words
+
+
+@pytest.mark.parametrize("example", sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")))
+def test_model_frame_and_header_are_the_hardwares(example):
+    # the model sits below the hardware stages, so it sizes frames and headers itself
+    from optnet.hw.link import frame_layout
+    from optnet.plan import plan
+
+    routed = linted_example(example).routed
+    params = model_params(routed.cluster)
+    node = plan(routed)[0]
+    assert {frame_layout(port.link).size for port in node.ports} == {params.frame_bits}
+    assert params.header_bits == node.fmt.header_bits
+    assert params.router_cycles == routed.cluster.desc.network.router.pipeline + int(
+        node.router.block_tables)

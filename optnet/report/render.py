@@ -134,11 +134,19 @@ def _sections(doc: dict, figures: dict[str, str]) -> list[Section]:
              "for optnet packets of the given payload (header flit and link framing)."]
     if bandwidth["multipath_bps"]:
         btext.append(f"Two-hop multipath between two nodes: {_rate(bandwidth['multipath_bps'])}.")
+    if credits:
+        c = bandwidth["credits"][0]
+        btext.append(f"Managed endpoints' credits on the slowest credit loop, {c['src']} to "
+                     f"{c['dst']} and the grant back: {_ns(c['loop_ns'])}, packets of "
+                     f"{_ns(c['packet_ns'])}. A source sends (init_budget - 1) x credit + "
+                     "offset + 1 packets before it needs the first one's credit (the window), "
+                     "so it never waits when the window covers the loop; lint's W101 gives "
+                     "the same verdicts.")
     out.append(Section("Bandwidth", 3, tuple(btext), tuple(t for t in (
         Table(("link type", "PHY", "lanes", "line rate", "line code", "payload rate",
                *(f"overhead at {b} b" for b in sizes)), link_rows),
         Table(("traffic", "saturation per node"), traffic),
-        Table(("managed endpoint", "window (packets)", "needed", "covers the round trip",
+        Table(("managed endpoint", "window (packets)", "needed", "covers the loop",
                "share of the path's rate"), credits) if credits else None) if t),
         (figures["load"],)))
     shown = (64, 65536, 16 * 2**20)

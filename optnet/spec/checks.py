@@ -8,14 +8,13 @@ setting gives one message.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from fractions import Fraction
 
 import networkx as nx
 
-from optnet.cluster import Cluster, Link, graph, hop_latency
+from optnet.cluster import Cluster, Link, graph
 from optnet.diagnostics import Diagnostic
 from optnet.phys import PARALLEL_REACH, PHYS
 from optnet.spec.names import check_identifier
@@ -142,40 +141,6 @@ def _check_connected(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
                        hint="Add links between the parts.")]
 
 
-def _diameter(cluster: Cluster) -> int:
-    if cluster.diameter_hint is not None:
-        return cluster.diameter_hint
-    g = nx.Graph(graph(cluster))
-    return nx.diameter(g, usebounds=True) if g.number_of_nodes() > 1 else 0
-
-
-def _check_credit(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
-    managed = [(i, ep) for i, ep in enumerate(cluster.desc.endpoints) if ep.managed]
-    if not managed or not cluster.links:
-        return []
-    net = cluster.desc.network
-    hops = _diameter(cluster)
-    hop = max(hop_latency(cluster, link) for link in cluster.links)
-    bandwidth = max(link.bandwidth for link in cluster.links)
-    packet_bits = net.max_packet.count * net.flit_width
-    round_trip = 2 * hops * hop
-    needed = math.ceil(round_trip * bandwidth / packet_bits)
-    diags = []
-    for i, ep in managed:
-        credit = ep.credit if ep.credit is not None else 16
-        if credit < needed:
-            diags.append(Diagnostic(
-                "W101", f"Endpoint '{ep.name}' grants {credit} packets per credit, but the "
-                f"longest path ({hops} hops, round trip {_q(round_trip, Dimension.TIME)} at "
-                f"{_q(bandwidth, Dimension.RATE)}) holds {needed} packets of "
-                f"{packet_bits} bits in flight; with less credit than that the endpoint "
-                "cannot reach full bandwidth.",
-                smap.at(("endpoints", i, "credit") if ep.credit is not None
-                        else ("endpoints", i)),
-                hint=f"Raise 'credit' to at least {needed}."))
-    return diags
-
-
 def _check_endpoints(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
     diags = []
     seen: dict[str, int] = {}
@@ -290,7 +255,7 @@ CHECKS: tuple[Callable[[Cluster, SourceMap], list[Diagnostic]], ...] = (
 """Checks that are meaningful on any elaborated cluster, even a partly broken one."""
 
 GLOBAL_CHECKS: tuple[Callable[[Cluster, SourceMap], list[Diagnostic]], ...] = (
-    _check_connected, _check_credit,
+    _check_connected,
 )
 """Checks that need the whole cluster; skipped when elaboration dropped nodes or links."""
 

@@ -67,12 +67,17 @@ def _fields(model: type[BaseModel]) -> dict[str, Any]:
     return {(info.alias or name): info for name, info in model.model_fields.items()}
 
 
-def _walk(model: type[BaseModel], loc: tuple) -> tuple[Path, Any, type[BaseModel] | None]:
-    """Source path, final annotation and innermost model along a pydantic error ``loc``."""
+def _walk(model: type[BaseModel], loc: tuple
+          ) -> tuple[Path, Any, type[BaseModel] | None, bool]:
+    """Source path, final annotation and innermost model along a pydantic error ``loc``, and
+    whether the error is about a mapping's key (pydantic's ``[key]``) rather than a value."""
     path: list = []
     annotation: Any = model
     owner: type[BaseModel] | None = None
-    for item in loc:
+    items = list(loc)
+    on_key = False
+    while items:
+        item = items.pop(0)
         annotation = _strip(annotation)
         origin = typing.get_origin(annotation)
         if _is_model(annotation):
@@ -90,11 +95,16 @@ def _walk(model: type[BaseModel], loc: tuple) -> tuple[Path, Any, type[BaseModel
             annotation = typing.get_args(annotation)[0]
         elif origin is dict:
             path.append(item)
-            annotation = typing.get_args(annotation)[1]
+            if items and items[0] == "[key]":
+                # the key itself is wrong: its choices are the mapping's key type
+                items.pop(0)
+                annotation, on_key = typing.get_args(annotation)[0], True
+            else:
+                annotation = typing.get_args(annotation)[1]
         else:
             path.append(item)
             annotation = None
-    return tuple(path), _strip(annotation), owner
+    return tuple(path), _strip(annotation), owner, on_key
 
 
 def _subject(path: Path, data: Any) -> str:
@@ -128,9 +138,9 @@ def _value_text(path: Path, smap: SourceMap, value: Any) -> str:
 
 def _diagnostic(err: dict, model: type[BaseModel], data: Any, smap: SourceMap) -> Diagnostic:
     kind = err["type"]
-    path, annotation, owner = _walk(model, tuple(err["loc"]))
+    path, annotation, owner, on_key = _walk(model, tuple(err["loc"]))
     ctx = err.get("ctx") or {}
-    where = smap.at(path)
+    where = smap.at(path, key=on_key)
     subject = _subject(path, data)
     if kind == "extra_forbidden":
         key = path[-1]
@@ -157,7 +167,9 @@ def _diagnostic(err: dict, model: type[BaseModel], data: Any, smap: SourceMap) -
         else:
             got = err.get("input")
             choices = [str(c) for c in typing.get_args(annotation)] if annotation else []
-        return Diagnostic("E015", f"{subject} is {got!r}, which is not one of "
+        said = (f"'{display_path(path[:-1])}' has the key {got!r}" if on_key
+                else f"{subject} is {got!r}")
+        return Diagnostic("E015", f"{said}, which is not one of "
                           f"{', '.join(choices)}.{did_you_mean(got, choices)}", where)
     if kind == "bad_quantity":
         return Diagnostic("E013", f"{subject}: {err['msg']}.", where)
@@ -252,7 +264,7 @@ def validate_pruned(model: type[M], data: Any, smap: SourceMap, *, lists: tuple[
     errors = _errors(model, data)
     for _ in range(4):      # leaving a part out can only reveal errors in parts it held
         for err in errors:
-            path, _, _ = _walk(model, tuple(err["loc"]))
+            path = _walk(model, tuple(err["loc"]))[0]
             if not path:
                 return None, diags, smap, nothing
             if err["type"] == "extra_forbidden":
