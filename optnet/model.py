@@ -309,10 +309,16 @@ def ends(params: ModelParams) -> Breakdown:
 
 def endpoint_credits(ep: EndpointDesc) -> tuple[int, int, int]:
     """``(init_budget, credit, offset)`` of a managed endpoint, defaults applied as the plan
-    applies them (1, 16 and 0)."""
-    return (ep.init_budget if ep.init_budget is not None else 1,
-            ep.credit if ep.credit is not None else 16,
-            ep.offset if ep.offset is not None else 0)
+    applies them (1, 16 and half the credit).
+
+    The default offset sends each credit half a credit early: with offset 0 a sender may
+    have only one packet in flight while the grant travels back (W101,
+    :func:`optnet.routing.latency.check_credit`), which already costs rate on two boards
+    one cable apart.
+    """
+    credit = ep.credit if ep.credit is not None else 16
+    return (ep.init_budget if ep.init_budget is not None else 1, credit,
+            ep.offset if ep.offset is not None else credit // 2)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import networkx as nx
 
 from optnet.cluster import Cluster, Link, graph
 from optnet.diagnostics import Diagnostic
+from optnet.model import endpoint_credits
 from optnet.phys import PARALLEL_REACH, PHYS
 from optnet.spec.names import check_identifier
 from optnet.spec.source import Path, SourceMap
@@ -161,8 +162,7 @@ def _check_endpoints(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
                     smap.at((*path, given[0]))))
             continue
         buffer = ep.buffer.count if ep.buffer is not None else 64
-        credit = ep.credit if ep.credit is not None else 16
-        offset = ep.offset or 0
+        _, credit, offset = endpoint_credits(ep)
         if credit > buffer:
             diags.append(Diagnostic(
                 "E117", f"Endpoint '{ep.name}' grants {credit} packets per credit but has "

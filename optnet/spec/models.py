@@ -436,7 +436,7 @@ class EndpointDesc(_Model):
     """Packets granted to a sender per credit message (managed only); default 16."""
     offset: int | None = Field(None, ge=0, le=1 << 20)
     """Credit message sent this many packets before the sender's credit runs out, hiding
-    the round trip (managed only); default 0."""
+    the round trip (managed only); default half the credit."""
     init_budget: int | None = Field(None, ge=0, le=1 << 20)
     """Credit messages' worth of packets every sender may send before any credit arrives
     (managed only); default 1."""
