@@ -128,11 +128,14 @@ def _check_connected(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
                        hint="Add links between the parts.")]
 
 
-def _diameter(cluster: Cluster) -> int:
+def _diameter(cluster: Cluster) -> int | None:
+    """The hop diameter, or None when the cluster is not connected (E111 says so)."""
     if cluster.diameter_hint is not None:
         return cluster.diameter_hint
     g = nx.Graph(graph(cluster))
-    return nx.diameter(g, usebounds=True) if g.number_of_nodes() > 1 else 0
+    if g.number_of_nodes() < 2:
+        return 0
+    return nx.diameter(g, usebounds=True) if nx.is_connected(g) else None
 
 
 def _check_credit(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
@@ -141,6 +144,8 @@ def _check_credit(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
         return []
     net = cluster.desc.network
     hops = _diameter(cluster)
+    if hops is None:
+        return []
     hop = max(hop_latency(cluster, link) for link in cluster.links)
     bandwidth = max(link.bandwidth for link in cluster.links)
     packet_bits = net.max_packet.count * net.flit_width
