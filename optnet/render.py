@@ -22,21 +22,27 @@ def summary(diags: Sequence[Diagnostic], files: int) -> str:
             f"{plural.get(warnings, 's')} in {files} file{plural.get(files, 's')}")
 
 
-def _source_line(sources: Mapping[str, str], file: str, line: int) -> str | None:
+def _source_line(sources: Mapping[str, str], file: str, line: int,
+                 split: dict[str, list[str]]) -> str | None:
     text = sources.get(file)
     if text is None or line < 1:
         return None
-    lines = text.splitlines()
+    # Split each file once: a large file with many findings would otherwise take quadratic
+    # time to render.
+    if file not in split:
+        split[file] = text.splitlines()
+    lines = split[file]
     return lines[line - 1] if line <= len(lines) else None
 
 
 def _text(diags: Sequence[Diagnostic], sources: Mapping[str, str]) -> str:
     out = []
+    split: dict[str, list[str]] = {}
     for d in diags:
         loc = d.location
         head = f"{loc}: " if loc else ""
         out.append(f"{head}{d.severity.value}[{d.code}]: {d.message}")
-        line = _source_line(sources, loc.file, loc.line) if loc else None
+        line = _source_line(sources, loc.file, loc.line, split) if loc else None
         if line is not None:
             number = str(loc.line)
             pad = " " * len(number)
