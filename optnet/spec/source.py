@@ -174,6 +174,8 @@ class _Composer(Composer, Resolver):
         self._file = file
         self._depth = 0
         self.values = 0
+        self.aliases: dict[int, list[yaml.Mark]] = {}
+        """Where each aliased node is used, by ``id`` of the node, in document order."""
         Composer.__init__(self)
         Resolver.__init__(self)
 
@@ -198,25 +200,31 @@ class _Composer(Composer, Resolver):
         if self._depth > MAX_DEPTH:
             raise _too_large(f"The document nests deeper than {MAX_DEPTH} levels.",
                              _location(self._file, self.peek_event().start_mark))
+        alias = self.peek_event() if self.check_event(yaml.AliasEvent) else None
         self._depth += 1
         try:
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
+        if alias is not None:
+            self.aliases.setdefault(id(node), []).append(alias.start_mark)
+        return node
 
     def dispose(self) -> None:
         self._events.dispose()
 
 
-def _expanded_size(root: yaml.Node, file: str) -> int:
+def _expanded_size(root: yaml.Node, file: str, aliases: dict[int, list[yaml.Mark]]) -> int:
     """Number of values the document expands to, counting every alias use in full.
 
     Raises E003 when an alias makes a value contain itself, or when substituting aliases
     nests the document deeper than :data:`MAX_DEPTH` (each alias only refers to an earlier
-    value, but a chain of them can stack those values' depths).
+    value, but a chain of them can stack those values' depths). ``aliases`` says where each
+    aliased node is used (:attr:`_Composer.aliases`).
     """
     sizes: dict[int, int] = {}
     heights: dict[int, int] = {}
+    uses: dict[int, int] = {}
     active: set[int] = set()
 
     def size(node: yaml.Node, depth: int) -> int:
@@ -224,10 +232,14 @@ def _expanded_size(root: yaml.Node, file: str) -> int:
         if key in active:
             raise _too_large("This value refers to itself through an alias, so it has no end.",
                              _location(file, node.start_mark))
-        if depth + heights.get(key, 0) > MAX_DEPTH:
-            raise _too_large(f"The document nests deeper than {MAX_DEPTH} levels once its "
-                             "aliases are substituted.", _location(file, node.start_mark))
         if key in sizes:
+            # Visits after the first are alias uses, met in document order as composed.
+            marks, use = aliases.get(key, []), uses.get(key, 0)
+            uses[key] = use + 1
+            if depth + heights[key] > MAX_DEPTH:
+                mark = marks[use] if use < len(marks) else node.start_mark
+                raise _too_large(f"The document nests deeper than {MAX_DEPTH} levels once "
+                                 "this alias is substituted.", _location(file, mark))
             return sizes[key]
         active.add(key)
         total, height = 1, 0
@@ -362,7 +374,7 @@ def load_yaml(text: str, file: str) -> tuple[object, SourceMap, list[Diagnostic]
         composer.dispose()
     if root is None:
         return None, SourceMap(file, text), []
-    total = _expanded_size(root, file)
+    total = _expanded_size(root, file, composer.aliases)
     if total > MAX_VALUES:
         raise _too_large(
             f"The document expands to more than {MAX_VALUES:,} values once its aliases are "
