@@ -385,6 +385,9 @@ def _time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
+TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What a terminal acts on rather than shows (line feed and tab aside): never printed."""
+
 LINTED = {"documents": 0, "clean": 0, "findings": 0}
 """What the lint fuzzing has done in this session, for the report and the ci budget."""
 
@@ -405,6 +408,9 @@ def _lint_never_crashes(data: bytes, fmt: str = "json", no_route: bool = False) 
             f"lint raised {result.exception!r} after {took:.1f} s on:\n{shown}")
         assert result.exit_code in (0, 1), f"exit {result.exit_code}: {result.output}\n{shown}"
         assert sorted(Path(tmp).iterdir()) == [path], "lint wrote a file"
+        if fmt in ("text", "github"):
+            bad = TERMINAL_CONTROLS.search(result.output)
+            assert bad is None, f"lint printed {bad[0]!r} to the terminal:\n{shown}"
     LINTED["documents"] += 1
     LINTED["clean" if result.exit_code == 0 else "findings"] += 1
     return result.exit_code
@@ -622,3 +628,18 @@ def test_text_rendering_splits_each_source_once():
     out = render(diags, "text", {"f.yaml": source}, 1)
     assert out.count("error[E010]") == 1000 and " 1000 | k999: 1" in out
     assert len(calls) == 1
+
+
+def test_control_characters_from_the_input_are_shown_escaped(run, tmp_path):
+    # A board name with an escape sequence retitled and cleared the terminal, and a line
+    # feed in it started a fake GitHub workflow command.
+    path = tmp_path / "c.yaml"
+    path.write_text('optnet: 1\nname: x\ndefaults: {link: {line_rate: 10Gbps}}\n'
+                    'topology: {kind: ring, nodes: 3, '
+                    'board: "v\\e]0;t\\a\\n::warning ::x\\u202e"}\n')
+    text = run("lint", str(path)).output.splitlines()
+    assert text[0] == (f"{path}:4:41: error[E101]: Node 'n0' uses board "
+                       "'v\\x1b]0;t\\x07\\x0a::warning ::x\\u202e', which is not in the board "
+                       "library.")
+    github = run("lint", "--format", "github", str(path)).output.splitlines()
+    assert len(github) == 1 and "'v\\x1b]0;t\\x07%0A::warning ::x\\u202e'" in github[0]
