@@ -643,3 +643,14 @@ def test_control_characters_from_the_input_are_shown_escaped(run, tmp_path):
                        "library.")
     github = run("lint", "--format", "github", str(path)).output.splitlines()
     assert len(github) == 1 and "'v\\x1b]0;t\\x07%0A::warning ::x\\u202e'" in github[0]
+
+
+def test_islip_with_priorities_has_no_combinational_loop():
+    # iSLIP took an input's highest priority by comparing a signal with itself: every
+    # cluster with `allocator: islip` made `optnet hdl` exit 3 with CombinationalCycle, and
+    # the simulation below never ended. The higher-priority input must win every cycle.
+    from .test_hw_router import _flood
+
+    with _time_limit(120):
+        times = _flood("islip", 150, levels=2, prio={1: 1})
+    assert (len(times[0]), len(times[2])) == (0, 0) and len(times[1]) > 140
