@@ -149,6 +149,10 @@ def plan(routed: Routed) -> list[NodePlan]:
         problems.append(f"The packet header needs {fmt.header_bits} bits but flits are "
                         f"{fmt.width} bits wide in cluster '{cluster.name}'; use a flit_width "
                         f"of at least {-(-fmt.header_bits // 8) * 8}.")
+    if net.max_packet.value < 2:
+        problems.append(f"A packet of at most {net.max_packet} has no room for data after "
+                        f"its header flit in cluster '{cluster.name}'; use a max_packet of at "
+                        "least 2 flits.")
     for ep in eps:
         if ep.width > fmt.width:
             problems.append(f"Endpoint '{ep.name}' is {ep.width} bits wide but flits are "

@@ -449,6 +449,159 @@ def test_grammar_mutants_ci():
     assert ran >= profile.max_examples
 
 
+# ------------------------------------------------------------------ build mutants
+
+BUILD_BOARDS = {
+    "ulx3s": [{"phy": "lvds", "lanes": 2, "line_rate": "160Mbps"},
+              {"phy": "lvds", "lanes": 1, "line_rate": "100Mbps"},
+              {"phy": "lvds", "lanes": 4, "line_rate": "200Mbps"}],
+    "zc706": [{"phy": "aurora_8b10b", "lanes": 1, "line_rate": "5Gbps"},
+              {"phy": "aurora_64b66b", "lanes": 1, "line_rate": "10Gbps"}],
+    "vc707": [{"phy": "aurora_8b10b", "lanes": 1, "line_rate": "5Gbps"},
+              {"lanes": 1, "line_rate": "10Gbps"}],
+    "vcu118": [{"lanes": 1, "line_rate": "10Gbps"},
+               {"phy": "aurora_64b66b", "lanes": 4, "line_rate": "25Gbps"}],
+    "stratix10mx_optics": [{"phy": "serial_lite_3", "lanes": 2, "line_rate": "25Gbps"},
+                           {"lanes": 1, "line_rate": "10Gbps"}],
+    "ecp5_versa5g": [{"lanes": 1, "line_rate": "2.5Gbps"}],
+    "alveo_u280": [{"lanes": 1, "line_rate": "10Gbps"},
+                   {"phy": "aurora_64b66b", "lanes": 4, "line_rate": "25Gbps"}],
+}
+BUILD_TOPOLOGIES = [{"kind": "ring", "nodes": 3}, {"kind": "ring", "nodes": 4},
+                    {"kind": "line", "nodes": 2}, {"kind": "line", "nodes": 3},
+                    {"kind": "full", "nodes": 3}, {"kind": "full", "nodes": 4},
+                    {"kind": "mesh", "dims": [2, 2]}, {"kind": "torus", "dims": [2, 2]},
+                    {"kind": "torus", "dims": [3]}, {"kind": "hypercube", "dimension": 2}]
+BUILD_NETWORK = [("flit_width", [32, 32, 64, 64, 128, 8, 16]), ("vcs", [1, 2, 3, 4]),
+                 ("max_packet", ["1 flits", "2 flits", "4 flits", "8 flits", "16 flits"]),
+                 ("flow_control", ["credit", "xon_xoff", "none"]),
+                 ("clock", ["50MHz", "100MHz", "156.25MHz", "250MHz"]),
+                 ("priorities", [1, 2, 3])]
+BUILD_ROUTER = [("buffer", ["2 flits", "4 flits", "8 flits", "16 flits"]),
+                ("allocator", ["round_robin", "islip"]), ("pipeline", [1, 2, 3, 4])]
+BUILD_RELIABILITY = [("crc", ["crc32", "crc16", "none"]), ("retransmit", ["go_back_n", "none"]),
+                     ("window", [1, 2, 8, 32])]
+BUILD_ROUTING = [("algorithm", ["auto", "shortest", "up_down", "dimension_order", "direct"]),
+                 ("broadcast", ["tree", "cascade", "unicast"])]
+BUILD_ENDPOINT = [("buffer", ["4 packets", "16 packets", "64 packets"]),
+                  ("credit", [1, 2, 4, 8, 16]), ("offset", [0, 1, 2]), ("init_budget", [0, 1, 2])]
+
+
+def _some(rnd: random.Random, choices: list[tuple[str, list]], p: float) -> dict:
+    return {key: rnd.choice(values) for key, values in choices if rnd.random() < p}
+
+
+def small_cluster(rnd: random.Random) -> dict:
+    """A small cluster (2-4 nodes of one board) with random network, routing and endpoint
+    settings, most of which lint clean."""
+    board = rnd.choice(sorted(BUILD_BOARDS))
+    doc = {"optnet": 1, "name": f"m{rnd.randrange(10**6)}",
+           "defaults": {"board": board, "link": dict(rnd.choice(BUILD_BOARDS[board]))},
+           "topology": dict(rnd.choice(BUILD_TOPOLOGIES))}
+    network = _some(rnd, BUILD_NETWORK, 0.5)
+    for key, choices in (("router", BUILD_ROUTER), ("reliability", BUILD_RELIABILITY)):
+        if settings_ := _some(rnd, choices, 0.4):
+            network[key] = settings_
+    if network:
+        doc["network"] = network
+    if routing := _some(rnd, BUILD_ROUTING, 0.3):
+        doc["routing"] = routing
+    endpoints = []
+    for i in range(rnd.choice([0, 1, 1, 2, 3])):
+        endpoint = {"name": f"e{i}", "width": rnd.choice([8, 32, 64, 256])}
+        if rnd.random() < 0.25:
+            endpoint["managed"] = False
+        else:
+            endpoint.update(_some(rnd, BUILD_ENDPOINT, 0.4))
+        if rnd.random() < 0.2:
+            endpoint["priority"] = rnd.choice([0, 1, 2])
+        endpoints.append(endpoint)
+    if endpoints:
+        doc["endpoints"] = endpoints
+    return doc
+
+
+def _lower_to_rtlil(plan) -> None:
+    """What :func:`optnet.emit.hdl.node_verilog` lowers, taken to RTLIL by Amaranth but not
+    through Yosys: every Python-side step of hardware generation, in about a second."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import ClockDomain, Fragment
+
+    from optnet.hw.link import LinkLayer
+    from optnet.hw.router import Router
+    from optnet.hw.top import SHARED_PHY_DOMAIN, NodeTop, parts
+    from optnet.hw.verilog import component_ports
+
+    names = parts(plan)
+    components = [(Router(plan.router, buffers=names.buffer), names.router, ["sync"]),
+                  (Router.input_buffer(plan.router), names.buffer, ["sync"])]
+    components += [(LinkLayer(cfg), name, ["sync", SHARED_PHY_DOMAIN])
+                   for cfg, name in names.links.items()]
+    components.append((NodeTop(plan, parts=names), plan.node, []))
+    for component, name, domains in components:
+        clocks = [ClockDomain(domain) for domain in domains]
+        ports = component_ports(component) + [s for cd in clocks for s in (cd.clk, cd.rst)]
+        fragment = Fragment.get(component, None)
+        fragment.add_domains(*clocks)
+        rtlil.convert_fragment(fragment, ports, name, emit_src=False)
+
+
+BUILD_SHARDS = 4
+BUILD_PER_SHARD = 50
+"""Lint-clean small clusters lowered per shard: 200 in all. Every tenth goes through
+:func:`optnet.emit.hdl.node_files` (Yosys included), the others through
+:func:`_lower_to_rtlil`. OPTNET_FUZZ_SEED varies the clusters from run to run."""
+
+BUILT = {"attempts": 0, "lowered": 0, "verilog": 0, "plan_refused": 0, "lint_errors": 0}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shard", range(BUILD_SHARDS))
+def test_build_mutants(shard, tmp_path):
+    import warnings
+
+    from amaranth.hdl import UnusedElaboratable
+
+    from optnet.emit.hdl import node_files, one_per_role
+    from optnet.plan import PlanError, plan
+
+    rnd = random.Random(f"build-{shard}-{os.environ.get('OPTNET_FUZZ_SEED', '')}")
+    path = tmp_path / "cluster.yaml"
+    lowered = attempts = 0
+    while lowered < BUILD_PER_SHARD:
+        attempts += 1
+        assert attempts <= 6 * BUILD_PER_SHARD, f"only {lowered} of {attempts} mutants built"
+        text = yaml.safe_dump(small_cluster(rnd), sort_keys=False)
+        path.write_text(text)
+        BUILT["attempts"] += 1
+        with _time_limit(TIME_BOUND):
+            result = lint_file(path)
+        if not result.ok or result.routed is None:
+            BUILT["lint_errors"] += 1
+            continue
+        full = lowered % 10 == 0
+        try:
+            try:
+                plans = plan(result.routed)
+            except PlanError:
+                BUILT["plan_refused"] += 1  # the CLI's exit 1: a refusal, not a crash
+                continue
+            with _time_limit(600), warnings.catch_warnings():
+                warnings.simplefilter("ignore", UnusedElaboratable)
+                for role in one_per_role(plans):
+                    if full:
+                        node_files(role)
+                    else:
+                        _lower_to_rtlil(role)
+        except Exception as exc:
+            pytest.fail(f"planning or lowering raised {exc!r} on this lint-clean cluster:\n"
+                        f"{text}")
+        lowered += 1
+        BUILT["lowered"] += 1
+        BUILT["verilog"] += full
+    print(f"\nbuild fuzzing, shard {shard}: {lowered} lowered of {attempts}; {BUILT}")
+
+
 # ------------------------------------------------------------------ line-level mutations
 
 NASTY = ["", "~", "null", "[]", "{}", "-1", "1e999", "99999999999999999999999999", "0x1F",
@@ -654,3 +807,18 @@ def test_islip_with_priorities_has_no_combinational_loop():
     with _time_limit(120):
         times = _flood("islip", 150, levels=2, prio={1: 1})
     assert (len(times[0]), len(times[2])) == (0, 0) and len(times[1]) > 140
+
+
+def test_one_flit_packets_are_refused_by_plan(run, tmp_path):
+    # Lint-clean, but the endpoints' ValueError (a header and one beat need two flits) and
+    # the router's (a multicast waiting for 0 credits) made `optnet hdl` exit 3.
+    path = tmp_path / "c.yaml"
+    path.write_text("optnet: 1\nname: c\ndefaults: {board: vc707, link: {line_rate: 10Gbps}}\n"
+                    "topology: {kind: ring, nodes: 3}\n"
+                    "network: {flit_width: 32, max_packet: 1 flits}\n")
+    assert run("lint", str(path)).exit_code == 0
+    result = run("hdl", "-o", str(tmp_path / "out"), str(path))
+    assert result.exit_code == 1
+    assert result.output == ("error: A packet of at most 1 flit has no room for data after its "
+                             "header flit in cluster 'c'; use a max_packet of at least 2 "
+                             "flits.\n")
