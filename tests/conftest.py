@@ -17,9 +17,10 @@ UPDATE_GOLDEN = bool(os.environ.get("OPTNET_UPDATE_GOLDEN"))
 
 # Hypothesis profiles of the fuzz tests (tests/test_fuzz.py):
 #   fast  the fast tier's fuzz budget: few documents, the whole test in seconds;
-#   ci    the slow fuzz test's budget: at least 10,000 documents through lint, as CI's
-#         `pytest --slow` runs it.
-# The fast-tier fuzz test always runs "fast"; the slow one runs the profile chosen with
+#   ci    the slow fuzz tests' budget, as CI's `pytest --slow` runs them: at least 10,000
+#         documents through lint and 200 lint-clean small clusters through planning and
+#         hardware lowering.
+# The fast-tier fuzz test always runs "fast"; the slow ones run the profile chosen with
 # `--hypothesis-profile NAME` or the environment variable HYPOTHESIS_PROFILE=NAME, and
 # "ci" when none is chosen (so `pytest --slow --hypothesis-profile fast` is a quick
 # smoke run of the slow tier). Choosing a profile applies to every property test; with

@@ -18,6 +18,7 @@ end pin what fuzzing and review found, each by its diagnostic.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import json
@@ -106,15 +107,15 @@ class _Dumper(yaml.SafeDumper):
 
 def _slots(tree: object) -> list[tuple[dict | list, object]]:
     """Every (container, key) of ``tree`` in document order, each container once."""
-    out, seen, stack = [], set(), [tree]
-    while stack:
-        node = stack.pop(0)
+    out, seen, queue = [], set(), collections.deque([tree])
+    while queue:
+        node = queue.popleft()
         if id(node) in seen or not isinstance(node, (dict, list)):
             continue
         seen.add(id(node))
         for key, value in (node.items() if isinstance(node, dict) else enumerate(node)):
             out.append((node, key))
-            stack.append(value)
+            queue.append(value)
     return out
 
 
@@ -228,10 +229,12 @@ def _op_tag(draw, tree, raws):
 
 def _op_huge(draw, tree, raws):
     c, k = _pick(draw, tree, list)
-    if c is not None and c[k]:
-        times = draw(st.sampled_from([2, 16, 300, 3000]))
-        # Shared items dump as one anchor and many aliases; copies as a long document.
-        c[k] = (c[k] * times if draw(st.booleans())
+    times = draw(st.sampled_from([2, 16, 300, 3000]))
+    if c is not None and c[k] and len(c[k]) * times <= 6000:
+        # Shared items dump as one anchor and many aliases; copies as a long document, of
+        # at most some 20,000 values so that the generator does not fill the test's memory.
+        size = len(_slots(c[k]))
+        c[k] = (c[k] * times if draw(st.booleans()) or size * times > 20_000
                 else [copy.deepcopy(v) for _ in range(times) for v in c[k]])
     return tree
 
@@ -547,8 +550,9 @@ def _lower_to_rtlil(plan) -> None:
 
 
 BUILD_SHARDS = 4
-BUILD_PER_SHARD = 50
-"""Lint-clean small clusters lowered per shard: 200 in all. Every tenth goes through
+"""The build fuzzing is split so that each part runs in minutes. Under the ``ci`` profile
+each shard lowers 50 lint-clean small clusters, 200 in all (a two-hundredth of the
+profile's examples each, and at least 2). Every tenth goes through
 :func:`optnet.emit.hdl.node_files` (Yosys included), the others through
 :func:`_lower_to_rtlil`. OPTNET_FUZZ_SEED varies the clusters from run to run."""
 
@@ -565,12 +569,13 @@ def test_build_mutants(shard, tmp_path):
     from optnet.emit.hdl import node_files, one_per_role
     from optnet.plan import PlanError, plan
 
+    wanted = max(2, _slow_profile().max_examples // 200)
     rnd = random.Random(f"build-{shard}-{os.environ.get('OPTNET_FUZZ_SEED', '')}")
     path = tmp_path / "cluster.yaml"
     lowered = attempts = 0
-    while lowered < BUILD_PER_SHARD:
+    while lowered < wanted:
         attempts += 1
-        assert attempts <= 6 * BUILD_PER_SHARD, f"only {lowered} of {attempts} mutants built"
+        assert attempts <= 6 * wanted + 10, f"only {lowered} of {attempts} mutants built"
         text = yaml.safe_dump(small_cluster(rnd), sort_keys=False)
         path.write_text(text)
         BUILT["attempts"] += 1
