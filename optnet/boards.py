@@ -12,7 +12,7 @@ from optnet.resources import data_dir, shown_path
 from optnet.spec.inherit import inherit
 from optnet.spec.models import BoardDesc
 from optnet.spec.names import check_identifier
-from optnet.spec.source import SourceMap, load_yaml
+from optnet.spec.source import InputError, SourceMap, load_yaml, read_source
 from optnet.spec.validate import did_you_mean, validate_model
 
 __all__ = ["BoardLibrary", "load_board_file", "load_library"]
@@ -42,12 +42,10 @@ class BoardLibrary:
 
 def _read(path: Path, display: str) -> tuple[_RawBoard | None, list[Diagnostic]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Diagnostic("E001", f"The board file cannot be read: {exc}.",
+        data, smap, diags = load_yaml(read_source(path, display), display)
+    except InputError as exc:
+        return None, [Diagnostic("E001", f"The board file cannot be read: {exc.reason}",
                                  Location(display))]
-    try:
-        data, smap, diags = load_yaml(text, display)
     except DiagnosticError as exc:
         return None, exc.diagnostics
     if not isinstance(data, dict):
@@ -161,10 +159,18 @@ def load_library(dirs: Iterable[Path]) -> BoardLibrary:
     stamp = []
     for directory in dirs:
         files = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
-        stamp.append((str(directory.resolve()),
-                      tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)))
+        stamp.append((str(directory.resolve()), tuple(_stamp(f) for f in files)))
     cached = _load_library(tuple(stamp), Path.cwd())
     return BoardLibrary(dict(cached.boards), dict(cached.files), list(cached.diagnostics))
+
+
+def _stamp(path: Path) -> tuple:
+    # A dangling link or an unreadable entry still takes part (the reader reports it).
+    try:
+        st = path.stat()
+    except OSError:
+        return (path.name, None, None)
+    return (path.name, st.st_mtime_ns, st.st_size, st.st_mode)
 
 
 @functools.lru_cache(maxsize=16)

@@ -48,7 +48,10 @@ def _expand(paths: tuple[str, ...]) -> list[Path]:
     files: list[Path] = []
     for text in paths:
         path = Path(text)
-        files.extend(sorted(path.glob("*.yaml")) if path.is_dir() else [path])
+        # A folder's pipes, devices and dangling links are not cluster files: skip them
+        # (a file named on the command line is refused by the reader instead).
+        files.extend(sorted(p for p in path.glob("*.yaml") if p.is_file())
+                     if path.is_dir() else [path])
     return files
 
 

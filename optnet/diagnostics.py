@@ -111,6 +111,8 @@ CODES: dict[str, Code] = _codes(
     ("E303", "endpoint-exceeds-flit", "An endpoint's beat is wider than a flit."),
     ("E304", "broadcast-without-hardware", "The broadcast mode has no hardware that works on "
      "this network."),
+    ("E305", "packet-without-data", "A maximum packet has no room for data after its "
+     "header."),
     ("E310", "clock-unreachable", "A board's PLL cannot make the clocks a node needs."),
     ("E320", "project-unsupported", "A node's vendor project or link IP cannot be generated."),
     ("W101", "credit-below-bdp", "A managed endpoint's credits do not cover its slowest "

@@ -21,7 +21,7 @@ from optnet.spec import models as m
 from optnet.spec.names import check_identifier
 from optnet.spec.source import Path, SourceMap
 from optnet.spec.validate import did_you_mean
-from optnet.topology.generators import Generated, generate
+from optnet.topology.generators import MAX_NODES, Generated, generate
 
 __all__ = ["DEFAULT_PHY", "elaborate", "parse_end"]
 
@@ -495,6 +495,16 @@ class _Elaborator:
             self.error("E116", "The cluster has no nodes: give a 'topology' or a list of "
                        "'nodes'.", ())
             return None
+        if len(self.protos) > MAX_NODES:
+            # The generators stop at the limit; explicit nodes must count against it too.
+            made = len(gen.nodes) if gen is not None else 0
+            parts = (f" ({made:,} from the topology and {len(self.protos) - made:,} more "
+                     "under 'nodes')" if made else "")
+            first = list(self.protos.values())[MAX_NODES]
+            self.error("E014", f"The cluster has {len(self.protos):,} nodes{parts}; optnet "
+                       f"handles at most {MAX_NODES:,}. Node '{first.name}' is the first one "
+                       "past the limit.", first.origin)
+            return None
         self.resolve_boards()
         ids = self.assign_ids()
         explicit = self.explicit_links()
@@ -540,7 +550,8 @@ def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary, *,
     (Cluster or None, diagnostics)
         The cluster with every node whose board is known and every link that could be
         placed, and the findings of elaboration (E020-E023, E101-E105, E108, E109, E112,
-        E114, E116). The cluster is None only when there are no nodes at all.
+        E114, E116, and E014 for more than ``MAX_NODES`` nodes). The cluster is None only
+        when there are no nodes at all or too many.
     """
     elaborator = _Elaborator(desc, smap, library, broken)
     cluster = elaborator.run()

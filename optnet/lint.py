@@ -16,7 +16,7 @@ from optnet.routing.route import Routed, route
 from optnet.spec.checks import check_cluster
 from optnet.spec.inherit import inherit
 from optnet.spec.models import ClusterDesc
-from optnet.spec.source import SourceMap, load_yaml
+from optnet.spec.source import InputError, SourceMap, load_yaml, read_source
 from optnet.spec.validate import validate_pruned
 
 __all__ = ["FORMAT_VERSION", "InputError", "LintResult", "lint_file", "load_presets"]
@@ -31,10 +31,6 @@ _SECTIONS = ("description", "source", "routing", "model")
 
 #: Errors on a whole cluster that leave its graph as it is, so routing still runs.
 _ROUTABLE = frozenset({"E106", "E107", "E110", "E113", "E115", "E117"})
-
-
-class InputError(Exception):
-    """A file could not be read at all (exit status 2, not a finding)."""
 
 
 @dataclass
@@ -54,19 +50,6 @@ class LintResult:
         return not any(d.severity is Severity.ERROR for d in self.diagnostics)
 
 
-def _read(path: Path, display: str) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {display}: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DiagnosticError([Diagnostic(
-            "E001", f"The file is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}).",
-            Location(display, 1, 1))]) from None
-
-
 def load_presets(extra: Path | None = None) -> dict[str, tuple[dict, SourceMap]]:
     """Topology presets by name: the shipped ones, then ``extra/*.yaml`` over them."""
     presets: dict[str, tuple[dict, SourceMap]] = {}
@@ -75,8 +58,9 @@ def load_presets(extra: Path | None = None) -> dict[str, tuple[dict, SourceMap]]
             continue
         for path in sorted(directory.glob("*.yaml")):
             try:
-                data, smap, _ = load_yaml(path.read_text(encoding="utf-8"), shown_path(path))
-            except (OSError, UnicodeDecodeError, DiagnosticError):
+                shown = shown_path(path)
+                data, smap, _ = load_yaml(read_source(path, shown), shown)
+            except (InputError, DiagnosticError):
                 continue  # a broken preset is reported when it is linted itself
             if isinstance(data, dict):
                 presets[path.stem] = (data, smap)
@@ -119,12 +103,13 @@ def lint_file(path: Path, display: str | None = None,
     Raises
     ------
     InputError
-        If the file cannot be read.
+        If the file cannot be read or is not a regular file (a pipe, a device, a
+        directory).
     """
     display = display or shown_path(path)
     result = LintResult()
     try:
-        result.text = _read(path, display)
+        result.text = read_source(path, display)
         result.sources[display] = result.text
         data, smap, result.diagnostics = load_yaml(result.text, display)
     except DiagnosticError as exc:

@@ -145,6 +145,11 @@ def plan(routed: Routed) -> list[NodePlan]:
             "E302", f"The packet header needs {fmt.header_bits} bits but flits are "
             f"{fmt.width} bits wide in cluster '{cluster.name}'.", ("network", "flit_width"),
             hint=f"Use a flit_width of at least {-(-fmt.header_bits // 8) * 8}."))
+    if net.max_packet.value < 2:
+        problems.append(Finding(
+            "E305", f"A packet of at most {net.max_packet} has no room for data after its "
+            f"header flit in cluster '{cluster.name}'.", ("network", "max_packet"),
+            hint="Use a max_packet of at least 2 flits."))
     for i, ep in enumerate(desc.endpoints):
         if ep.width > fmt.width:
             problems.append(Finding(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 
 from optnet import __version__
@@ -22,21 +23,42 @@ def summary(diags: Sequence[Diagnostic], files: int) -> str:
             f"{plural.get(warnings, 's')} in {files} file{plural.get(files, 's')}")
 
 
-def _source_line(sources: Mapping[str, str], file: str, line: int) -> str | None:
+# Characters a terminal or a log viewer acts on rather than shows: C0 and C1 controls
+# (escape sequences that retitle or clear a terminal, a line break that fakes a finding),
+# and the bidirectional overrides and isolates that reorder what a reader sees. Messages
+# quote names and values from the input, so every one of these is shown as an escape.
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e"
+                     "\u2066-\u2069]")
+
+
+def _shown(text: str) -> str:
+    """``text`` with every :data:`_UNSAFE` character written as an escape (``\\x1b``)."""
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+                       else f"\\u{ord(m[0]):04x}", text)
+
+
+def _source_line(sources: Mapping[str, str], file: str, line: int,
+                 split: dict[str, list[str]]) -> str | None:
     text = sources.get(file)
     if text is None or line < 1:
         return None
-    lines = text.splitlines()
-    return lines[line - 1] if line <= len(lines) else None
+    # Split each file once: a large file with many findings would otherwise take quadratic
+    # time to render.
+    if file not in split:
+        split[file] = text.splitlines()
+    lines = split[file]
+    # One replacement character per unsafe one keeps the caret under its column.
+    return _UNSAFE.sub("\ufffd", lines[line - 1]) if line <= len(lines) else None
 
 
 def _text(diags: Sequence[Diagnostic], sources: Mapping[str, str]) -> str:
     out = []
+    split: dict[str, list[str]] = {}
     for d in diags:
         loc = d.location
-        head = f"{loc}: " if loc else ""
-        out.append(f"{head}{d.severity.value}[{d.code}]: {d.message}")
-        line = _source_line(sources, loc.file, loc.line) if loc else None
+        head = f"{_shown(str(loc))}: " if loc else ""
+        out.append(f"{head}{d.severity.value}[{d.code}]: {_shown(d.message)}")
+        line = _source_line(sources, loc.file, loc.line, split) if loc else None
         if line is not None:
             number = str(loc.line)
             pad = " " * len(number)
@@ -46,8 +68,9 @@ def _text(diags: Sequence[Diagnostic], sources: Mapping[str, str]) -> str:
             out.append(f" {number} | {shown}")
             out.append(f" {pad} | {' ' * (loc.column - 1)}{'^' * width}")
         if d.hint:
-            out.append(f"   = hint: {d.hint}")
-        out.extend(f"   = note: {r.location}: {r.message}" for r in d.related)
+            out.append(f"   = hint: {_shown(d.hint)}")
+        out.extend(f"   = note: {_shown(str(r.location))}: {_shown(r.message)}"
+                   for r in d.related)
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -115,6 +138,7 @@ def _sarif(diags: Sequence[Diagnostic]) -> str:
 
 def _escape(text: str, prop: bool = False) -> str:
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    text = _shown(text)
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 from optnet.cli import cli
 from optnet.lint import LintResult, lint_file
@@ -15,6 +16,21 @@ from optnet.lint import LintResult, lint_file
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 UPDATE_GOLDEN = bool(os.environ.get("OPTNET_UPDATE_GOLDEN"))
+
+# Hypothesis profiles of the fuzz tests (tests/test_fuzz.py):
+#   fast  the fast tier's fuzz budget: few documents, the whole test in seconds;
+#   ci    the slow fuzz tests' budget, as CI's `pytest --slow` runs them: at least 10,000
+#         documents through lint and 200 lint-clean small clusters through planning and
+#         hardware lowering.
+# The fast-tier fuzz test always runs "fast"; the slow ones run the profile chosen with
+# `--hypothesis-profile NAME` or the environment variable HYPOTHESIS_PROFILE=NAME, and
+# "ci" when none is chosen (so `pytest --slow --hypothesis-profile fast` is a quick
+# smoke run of the slow tier). Choosing a profile applies to every property test; with
+# none chosen, the other tests keep Hypothesis' defaults.
+settings.register_profile("fast", max_examples=100, deadline=None)
+settings.register_profile("ci", max_examples=10_000, deadline=None, print_blob=True)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
 def pytest_addoption(parser):

@@ -551,10 +551,11 @@ class Router(wiring.Component):
             m.submodules[f"sa_acc{p}"] = arb
             accept.append(arb)
         for p in range(P):
-            best = Signal(port_prio[p].shape(), name=f"best{p}")
+            # The highest priority among the VCs that want an output, as a chain of
+            # maxima: comparing with the signal being assigned would be a combinational loop.
+            best = Const(0, port_prio[p].shape())
             for v in range(V):
-                with m.If(want[p, v].any() & (prio_of[p, v] > best)):
-                    m.d.comb += best.eq(prio_of[p, v])
+                best = Mux(want[p, v].any() & (prio_of[p, v] > best), prio_of[p, v], best)
             m.d.comb += port_prio[p].eq(best)
         # wants[p]: the outputs some VC of input p wants
         wants = [_named(m, Mux(in_ok[p], _any_of([want[p, v] for v in range(V)]), 0),
