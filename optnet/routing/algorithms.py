@@ -33,6 +33,9 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from optnet.routing.arrays import matrix
 from optnet.routing.network import Network
 
 __all__ = ["ALGORITHMS", "NotApplicable", "Routing", "ahead", "height_class", "pick_auto"]
@@ -78,6 +81,12 @@ class Routing:
     multipath: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     tree: Callable[[int], dict[int, int]] | None = None
     tree_class: Callable[[int, list[tuple[int, int]]], int] | None = None
+
+    def matrices(self, start: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`next` and :attr:`vclass` of destinations ``start`` up to ``stop`` as
+        matrices (row = destination, column = node)."""
+        return (matrix(self.next[start:stop], np.intc),
+                matrix(self.vclass[start:stop], np.int8))
 
     def path(self, net: Network, s: int, d: int) -> list[int]:
         """Channels from ``s`` to ``d`` (empty when ``s == d``); raises if unreachable."""

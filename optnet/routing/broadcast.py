@@ -19,9 +19,12 @@ per node: bit 0 delivers to the local port, bit p forwards on port p.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from optnet.routing.algorithms import Routing, ahead, height_class
+from optnet.routing.arrays import matrix
 from optnet.routing.network import LOCAL, Network
 
 __all__ = ["Broadcast", "plan_broadcast"]
@@ -47,6 +50,22 @@ class Broadcast:
     masks: tuple[tuple[int, ...], ...]
     note: str
     classes: tuple[array, ...] = ()
+    _arrays: tuple[np.ndarray, np.ndarray | None] | None = field(
+        default=None, repr=False, compare=False)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """:attr:`masks` and :attr:`classes` (None when empty) as matrices, source by row.
+
+        The masks are int64, or Python ints where a node has more ports than int64 has
+        bits.
+        """
+        if self._arrays is not None:
+            return self._arrays
+        try:
+            masks = np.array(self.masks, dtype=np.int64).reshape(len(self.masks), -1)
+        except OverflowError:
+            masks = np.array(self.masks, dtype=object).reshape(len(self.masks), -1)
+        return masks, matrix(self.classes, np.uint8) if self.classes else None
 
 
 def _route_trees(net: Network, routing: Routing) -> list[array] | None:

@@ -32,8 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
 
 from optnet.routing.algorithms import Routing
+from optnet.routing.arrays import chunks, has_cycle, join
 from optnet.routing.broadcast import Broadcast
 from optnet.routing.network import LOCAL, Network
 
@@ -129,112 +131,139 @@ def prove(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
     broadcast stores floods before forwarding them and adds no wait) with VC classes folded
     onto ``vcs`` VCs and the hardware's ``waits``, and look for a cycle."""
     ids = _Ids(len(net.src), vcs, net.size)
-    V, top, dst, big = vcs, vcs - 1, net.dst, ids.size
+    big = ids.size
     # (channel, VC) pairs as k = channel * V + vc; W(k) = 2k, F(k) = 2k + 1, and an edge
-    # a -> b as a * big + b: plain integers hash fastest and the loops below run once per
-    # (destination, node) and per (source, node).
-    used: set[int] = set()
-    route: set[int] = set()
-    firsts: set[int] = set()
-    into: set[int] = set()
-    for d, (nxt, cls) in enumerate(zip(routing.next, routing.vclass, strict=True)):
-        for n, c in enumerate(nxt):
-            if c < 0:
-                continue
-            k = c * V + min(cls[n], top)
-            used.add(k)
-            firsts.add(n * big + k)
-            m = dst[c]
-            if m == d:
-                into.add(k)
-            else:
-                route.add((2 * k + 1) * big + 2 * (nxt[m] * V + min(cls[m], top)))
-    for nk in firsts:
-        n, k = divmod(nk, big)
-        route.update(ids.inject_f(n, v) * big + 2 * k for v in waits.inject_vcs)
-    route.update((2 * k + 1) * big + ids.eject_w(dst[k // V]) for k in into)
-    tree, sibling = (_branches(net, broadcast, top, waits, ids)
-                     if broadcast is not None and broadcast.mode != "cascade" else (set(), set()))
-    used.update(e % big >> 1 for e in tree if e % big < ids.links)
+    # a -> b as the integer a * big + b, so that each kind of wait is one sorted array of
+    # distinct edges, built for many destinations or sources at once.
+    route, used = _route_edges(net, routing, vcs, waits, ids)
+    tree = sibling = np.zeros(0, dtype=np.int64)
+    if broadcast is not None and broadcast.mode != "cascade":
+        tree, sibling = _branches(net, broadcast, vcs - 1, waits, ids)
+        heads = tree % big
+        used = np.union1d(used, heads[heads < ids.links] >> 1)
+    nodes = np.arange(net.size, dtype=np.int64)
+    own = [2 * used * big + 2 * used + 1, ids.eject_w(nodes) * big + ids.eject_f(nodes)]
+    own += [ids.inject_w(nodes) * big + ids.inject_f(nodes, v) for v in waits.inject_vcs]
+    if waits.receive_waits_for_send:
+        own.append(ids.eject_f(nodes) * big + ids.inject_w(nodes))
+    edges = np.unique(np.concatenate([route, tree, sibling, *own]))
+    cycle: tuple[Channel, ...] = ()
+    steps: tuple[str, ...] = ()
+    if has_cycle(edges // big, edges % big, big):
+        cycle, steps = _find_cycle(net, route, tree, sibling, used, waits, ids)
+    return Proof(vcs, len(used), len(edges), cycle, steps)
+
+
+def _find_cycle(net: Network, route: np.ndarray, tree: np.ndarray, sibling: np.ndarray,
+                used: np.ndarray, waits: Waits,
+                ids: _Ids) -> tuple[tuple[Channel, ...], tuple[str, ...]]:
+    """The cycle E201 names: the one NetworkX's ``find_cycle`` finds first, on the graph
+    built with its edges in this order (E201's text must not change with the hash seed, or
+    with how the edges were computed)."""
+    big = ids.size
     graph = nx.DiGraph()
     for edges in (route, tree, sibling):
-        graph.add_edges_from(divmod(e, big) for e in sorted(edges))
-    graph.add_edges_from((2 * k, 2 * k + 1) for k in sorted(used))
+        graph.add_edges_from(zip(*divmod(edges, big), strict=True))
+    graph.add_edges_from((2 * k, 2 * k + 1) for k in used.tolist())
     for n in range(net.size):
         graph.add_edges_from((ids.inject_w(n), ids.inject_f(n, v)) for v in waits.inject_vcs)
         graph.add_edge(ids.eject_w(n), ids.eject_f(n))
         if waits.receive_waits_for_send:
             graph.add_edge(ids.eject_f(n), ids.inject_w(n))
-    cycle: tuple[Channel, ...] = ()
-    steps: tuple[str, ...] = ()
-    # A topological sort first: find_cycle's edge search is many times slower on the large
-    # acyclic graphs that are the common case.
-    if not nx.is_directed_acyclic_graph(graph):
-        found = nx.find_cycle(graph)
-        cycle, steps = _channels_of(found, ids, {divmod(e, big) for e in tree - route},
-                                    {divmod(e, big) for e in sibling})
-    return Proof(vcs, len(used), graph.number_of_edges(), cycle, steps)
+    found = [(int(u), int(v)) for u, v in nx.find_cycle(graph)]
+    codes = np.array([u * big + v for u, v in found], dtype=np.int64)
+    branch = np.isin(codes, tree) & ~np.isin(codes, route)
+    held = np.isin(codes, sibling)
+    return _channels_of(found, ids, {e for e, b in zip(found, branch, strict=True) if b},
+                        {e for e, h in zip(found, held, strict=True) if h})
+
+
+def _route_edges(net: Network, routing: Routing, vcs: int, waits: Waits,
+                 ids: _Ids) -> tuple[np.ndarray, np.ndarray]:
+    """The waits of unicast routes as sorted edge codes, and the (channel, VC) pairs they
+    use: each hop's front waits for the next hop's output VC (or the local output at the
+    destination), and each node's injected packets wait for the first hop's."""
+    V, top, big, n = vcs, vcs - 1, ids.size, net.size
+    src, dst = np.array(net.src, dtype=np.int64), np.array(net.dst, dtype=np.int64)
+    waits_, used = [], []
+    for start, stop in chunks(n, n):
+        nxt, cls = routing.matrices(start, stop)
+        hop = nxt >= 0
+        k = np.where(hop, nxt * V + np.minimum(cls, top), -1).astype(np.int64)
+        then = dst[np.where(hop, nxt, 0)]
+        last = hop & (then == np.arange(start, stop)[:, None])
+        onward = hop & ~last
+        k_then = np.take_along_axis(k, then, axis=1)
+        waits_.append(np.unique((2 * k[onward] + 1) * big + 2 * k_then[onward]))
+        waits_.append(np.unique((2 * k[last] + 1) * big + ids.eject_w(then[last])))
+        used.append(np.unique(k[hop]))
+    k = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
+    # a channel is used by the routes of the node it leaves, so that node injects onto it
+    waits_ += [ids.inject_f(src[k // V], v) * big + 2 * k for v in waits.inject_vcs]
+    return np.unique(np.concatenate(waits_)), k
 
 
 class _Ids:
     """Vertex numbers of the wait graph: ``W(c, v)`` is ``2 (c V + v)``, ``F(c, v)`` one
-    more; each node's local input and output come after the links."""
+    more; each node's local input and output come after the links. Node arguments may be
+    numpy arrays."""
 
     def __init__(self, channels: int, vcs: int, nodes: int):
         self.vcs, self.nodes = vcs, nodes
         self.links = 2 * channels * vcs
         self.size = self.links + 3 * nodes + nodes * vcs
 
-    def inject_w(self, n: int) -> int:
+    def inject_w(self, n):
         return self.links + 3 * n
 
-    def eject_w(self, n: int) -> int:
+    def eject_w(self, n):
         return self.links + 3 * n + 1
 
-    def eject_f(self, n: int) -> int:
+    def eject_f(self, n):
         return self.links + 3 * n + 2
 
-    def inject_f(self, n: int, v: int) -> int:
+    def inject_f(self, n, v: int):
         return self.links + 3 * self.nodes + n * self.vcs + v
 
 
 def _branches(net: Network, broadcast: Broadcast, top: int, waits: Waits,
-              ids: _Ids) -> tuple[set[int], set[int]]:
-    """The waits of broadcast replication, as edges ``a * ids.size + b``: from the channel a
-    broadcast arrives on (or the source's local input) to each of its branches, and between
-    sibling branches."""
-    out, out_port, dst, V, big = net.out, net.out_port, net.dst, ids.vcs, ids.size
-    tree: set[int] = set()
-    sibling: set[int] = set()
-    for s, masks in enumerate(broadcast.masks):
-        cls = broadcast.classes[s] if broadcast.classes else None
-
-        def k_of(c, cls=cls):
-            return c * V + (min(cls[c], top) if cls is not None else 0)
-
-        # Only the nodes that forward on a link need a look at their ports; the others
-        # (most of a tree) at most deliver, each reached by one channel.
-        forks = {x: [c for c in out[x] if masks[x] >> out_port[c] & 1]
-                 for x in [x for x, mask in enumerate(masks) if mask >> 1]}
-        branches = {x: [2 * k_of(c) for c in outs]
-                    + ([ids.eject_w(x)] if masks[x] >> LOCAL & 1 else [])
-                    for x, outs in forks.items()}
-        if s in branches:
-            tree.update(ids.inject_f(s, v) * big + b for v in waits.inject_vcs
-                        for b in branches[s])
-        for outs in forks.values():
-            for c in outs:
-                m = dst[c]
-                f = (2 * k_of(c) + 1) * big
-                if m in branches:
-                    tree.update(f + b for b in branches[m])
-                elif masks[m] >> LOCAL & 1:
-                    tree.add(f + ids.eject_w(m))
+              ids: _Ids) -> tuple[np.ndarray, np.ndarray]:
+    """The waits of broadcast replication as sorted edge codes: from the channel a broadcast
+    arrives on (or the source's local input, where the source forwards on a link) to each
+    of its branches at the node, and between sibling branches."""
+    V, big, n = ids.vcs, ids.size, net.size
+    src, dst = np.array(net.src, dtype=np.int64), np.array(net.dst, dtype=np.int64)
+    port = np.array(net.out_port, dtype=np.int64)
+    masks, classes = broadcast.arrays()
+    tree, sibling = [], []
+    for start, stop in chunks(n, len(net.src)):
+        mask = masks[start:stop]
+        s, c = np.nonzero((mask[:, src] >> port & 1).astype(bool))
+        k = c * V + (np.minimum(classes[start:stop][s, c], top) if classes is not None else 0)
+        s = s + start
+        # A node's branches: its tree channels' W, and its local output if it delivers.
+        ls, x = np.nonzero((mask >> LOCAL & 1).astype(bool))
+        ls = ls + start
+        branch_key = np.concatenate([s * n + src[c], ls * n + x])
+        branch = np.concatenate([2 * k, ids.eject_w(x)])
+        # What waits for them: the front of each tree channel into the node, and at the
+        # source, its local input when it forwards on a link.
+        roots = np.arange(start, stop)
+        roots = roots[(mask[roots - start, roots] >> 1) != 0]
+        wait_key = np.concatenate([s * n + dst[c]] + [roots * n + roots] * len(waits.inject_vcs))
+        waiter = np.concatenate([2 * k + 1] + [ids.inject_f(roots, v) for v in waits.inject_vcs])
+        i, j = join(wait_key, branch_key)
+        tree.append(np.unique(waiter[i] * big + branch[j]))
         if waits.siblings:
-            for bs in branches.values():
-                # a branch's F is the vertex after its W (the local output's too)
-                sibling.update(a * big + b + 1 for a in bs for b in bs if a != b)
-    return tree, sibling
+            forks = np.zeros(mask.shape, dtype=bool)
+            forks[s - start, src[c]] = True
+            at_fork = np.concatenate([np.ones(len(c), dtype=bool), forks[ls - start, x]])
+            key, vertex = branch_key[at_fork], branch[at_fork]
+            i, j = join(key, key)
+            # a branch's F is the vertex after its W (the local output's too)
+            sibling.append(np.unique(vertex[i][i != j] * big + vertex[j][i != j] + 1))
+    empty = [np.zeros(0, dtype=np.int64)]
+    return np.unique(np.concatenate(tree + empty)), np.unique(np.concatenate(sibling + empty))
 
 
 def _channels_of(found: list[tuple[int, int]], ids: _Ids, tree: set[tuple[int, int]],
