@@ -38,11 +38,42 @@ import numpy as np
 from optnet.routing.arrays import matrix
 from optnet.routing.network import Network
 
-__all__ = ["ALGORITHMS", "NotApplicable", "Routing", "ahead", "height_class", "pick_auto"]
+__all__ = ["ALGORITHMS", "NotApplicable", "Routing", "TreeRule", "ahead", "pick_auto"]
 
 
 class NotApplicable(Exception):
     """The algorithm cannot route this cluster; the message says why."""
+
+
+@dataclass(frozen=True)
+class TreeRule:
+    """How the VC class of a broadcast tree channel follows from the channels below it.
+
+    The class of tree channel ``c`` is the largest of ``base[c]`` and, over its child
+    channels ``k`` (those leaving the node ``c`` leads to) on the same :attr:`line`,
+    ``step[k] + class(k)``; leaves are ``base[c]``.
+
+    Attributes
+    ----------
+    base, step : ndarray of int, one entry per channel
+    line : ndarray of int or None
+        Only children with ``line[k] == line[c]`` count; None: every child counts.
+    """
+
+    base: np.ndarray
+    step: np.ndarray
+    line: np.ndarray | None = None
+
+    @classmethod
+    def height(cls, channels: int) -> TreeRule:
+        """Hops-ahead classes: the highest class of a tree channel is the height below it."""
+        return cls(np.zeros(channels, dtype=np.int32), np.ones(channels, dtype=np.int32))
+
+    @classmethod
+    def flat(cls, channels: int) -> TreeRule:
+        """Every tree channel in class 0."""
+        zero = np.zeros(channels, dtype=np.int32)
+        return cls(zero, zero)
 
 
 @dataclass
@@ -66,11 +97,10 @@ class Routing:
     tree : callable or None
         ``tree(s)``: parent channel of every node in a broadcast tree from ``s`` that obeys
         the algorithm's own turn rules (all in VC class 0), where the algorithm has one.
-    tree_class : callable or None
-        ``tree_class(c, kids)``: the VC class a broadcast tree channel ``c`` must use so that
-        it matches every unicast route it stands in for, from its child channels and their
-        classes ``kids`` (computed leaves first). For a tree made of unicast routes this is
-        the highest class any of those routes gives ``c``.
+    tree_rule : TreeRule or None
+        The VC class a broadcast tree channel must use so that it matches every unicast
+        route it stands in for (for a tree made of unicast routes, the highest class any of
+        those routes gives it); None: the height of the subtree below it.
     """
 
     algorithm: str
@@ -80,7 +110,7 @@ class Routing:
     note: str
     multipath: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     tree: Callable[[int], dict[int, int]] | None = None
-    tree_class: Callable[[int, list[tuple[int, int]]], int] | None = None
+    tree_rule: TreeRule | None = None
 
     def matrices(self, start: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """:attr:`next` and :attr:`vclass` of destinations ``start`` up to ``stop`` as
@@ -220,11 +250,6 @@ def _classes_by_remaining(net: Network, nxt: array, d: int,
     return cls, max(cls, default=0)
 
 
-def height_class(c: int, kids: list[tuple[int, int]]) -> int:
-    """Hops-ahead classes: the highest class of a tree channel is the height below it."""
-    return max((1 + k for _, k in kids), default=0)
-
-
 def _shortest(net: Network) -> Routing:
     load = [0] * len(net.src)
     nexts, classes, top = [], [], 0
@@ -238,7 +263,7 @@ def _shortest(net: Network) -> Routing:
     return Routing("shortest", nexts, classes, top + 1,
                    "VC class = hops still ahead, so classes strictly decrease along every "
                    "path and no dependency cycle can form within or across classes",
-                   tree_class=height_class)
+                   tree_rule=TreeRule.height(len(net.src)))
 
 
 def _up_down(net: Network) -> Routing:
@@ -358,20 +383,18 @@ def _grid(net: Network) -> Routing:
         return k, 1 if up else -1, (a == size - 1 and b == 0) or (a == 0 and b == size - 1)
 
     steps = [ring_step(c) for c in range(len(net.src))]
-
-    def tree_class(c: int, kids: list[tuple[int, int]]) -> int:
-        # Class 1 while the broadcast still has to cross this ring's wrap-around link: at the
-        # link itself, or before a child on the same ring in the same direction that does.
-        k, direction, wraps = steps[c]
-        return int(wraps or any(cls and steps[child][:2] == (k, direction)
-                                for child, cls in kids))
+    # Class 1 while the broadcast still has to cross this ring's wrap-around link: at the
+    # link itself, or before a child on the same ring in the same direction that does.
+    rule = TreeRule(np.array([wraps for _, _, wraps in steps], dtype=np.int32),
+                    np.zeros(len(steps), dtype=np.int32),
+                    np.array([3 * k + direction + 1 for k, direction, _ in steps], dtype=np.int32))
 
     needed = 2 if dateline else 1
     note = ("dimension order removes turns from higher to lower dimensions; on each torus ring "
             "a hop is VC 1 until the packet has crossed the ring's dateline (wrap-around link) "
             "and VC 0 after, so neither VC holds a whole ring" if dateline else
             "dimension order on a mesh has no turn from a higher to a lower dimension")
-    return Routing("dimension_order", nexts, classes, needed, note, tree_class=tree_class)
+    return Routing("dimension_order", nexts, classes, needed, note, tree_rule=rule)
 
 
 def _direct(net: Network) -> Routing:
@@ -396,7 +419,7 @@ def _direct(net: Network) -> Routing:
         classes.append(cls)
     routing = Routing("direct", nexts, classes, 1,
                       "every path is one hop, so no channel waits on another",
-                      tree_class=lambda c, kids: 0)
+                      tree_rule=TreeRule.flat(len(net.src)))
     if net.cluster.desc.routing.multipath is not None:
         # OPTWEB §3.4: the intermediate stores the data in memory before forwarding, so the
         # two hops of a detour never hold a channel while waiting for the next.
@@ -443,7 +466,8 @@ def _dragonfly(net: Network) -> Routing:
     top = max(max(c) for c in classes) if classes else 0
     return Routing("dragonfly_minimal", nexts, classes, top + 1,
                    "minimal local-global-local paths; VC class = hops still ahead, so each "
-                   "hop of a path uses a lower class than the one before", tree_class=height_class)
+                   "hop of a path uses a lower class than the one before",
+                   tree_rule=TreeRule.height(len(net.src)))
 
 
 def _hierarchical(net: Network) -> Routing:
@@ -465,13 +489,12 @@ def _hierarchical(net: Network) -> Routing:
         nexts.append(nxt)
         classes.append(cls)
         top = max(top, high)
-    def tree_class(c: int, kids: list[tuple[int, int]]) -> int:
-        return max((inter(k) + cls for k, cls in kids), default=0)
-
+    # a tree channel's class: the most inter-enclosure hops below it
+    steps = np.array([inter(c) for c in range(len(net.src))], dtype=np.int32)
     return Routing("hierarchical", nexts, classes, top + 1,
                    "least-latency paths; VC class = inter-enclosure hops still ahead, so a "
                    "class only ever holds an inter-enclosure hop followed by an on-board hop",
-                   tree_class=tree_class)
+                   tree_rule=TreeRule(np.zeros_like(steps), steps))
 
 
 ALGORITHMS: dict[str, Callable[[Network], Routing]] = {
