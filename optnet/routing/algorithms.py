@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optnet.routing.arrays import matrix
+from optnet.routing.arrays import chunks, matrix
 from optnet.routing.network import Network
 
 __all__ = ["ALGORITHMS", "NotApplicable", "Routing", "TreeRule", "ahead", "pick_auto"]
@@ -336,42 +336,40 @@ def _grid(net: Network) -> Routing:
             "hypercube": lambda: [2] * topo.dimension}.get(kind, lambda: list(topo.dims))()
     wrap = kind in ("ring", "torus")
     coords = [node.coords for node in cluster.nodes]
-    step: dict[tuple[int, int, int], int] = {}
+    # step[n, k, 0 or 1]: the channel from n one hop down or up dimension k
+    step = np.full((net.size, len(dims), 2), -2, dtype=np.intc)
     for c in range(len(net.src)):
         link = net.link(c)
         a, b = coords[net.src[c]], coords[net.dst[c]]
         k = link.dim
         delta = (b[k] - a[k]) % dims[k]
-        step[(net.src[c], k, 1 if delta == 1 else -1)] = c
+        step[net.src[c], k, 1 if delta == 1 else 0] = c
         if dims[k] == 2:  # one link serves both directions
-            step[(net.src[c], k, -1)] = c
+            step[net.src[c], k, 0] = c
+    at = np.array(coords, dtype=np.int64).reshape(net.size, len(dims))
+    sizes = np.array(dims, dtype=np.int64)
+    node = np.arange(net.size)[None, :]
     nexts, classes = [], []
     dateline = False
-    for d in range(net.size):
-        nxt, cls = _empty(net.size)
-        nxt[d] = -1
-        t = coords[d]
-        for n in range(net.size):
-            x = coords[n]
-            k = next((k for k in range(len(dims)) if x[k] != t[k]), None)
-            if k is None:
-                continue
-            size = dims[k]
-            if wrap and size > 2:
-                forward = (t[k] - x[k]) % size
-                # Half-way round an even ring: even coordinates go up, odd go down, which
-                # balances the two directions; one hop on, the tie is gone, so the choice
-                # stays a function of (node, destination).
-                tie = 2 * forward == size
-                direction = 1 if 2 * forward < size or (tie and x[k] % 2 == 0) else -1
-                crosses = t[k] < x[k] if direction == 1 else t[k] > x[k]
-                cls[n] = 1 if crosses else 0
-                dateline = dateline or crosses
-            else:
-                direction = 1 if t[k] > x[k] else -1
-            nxt[n] = step[(n, k, direction)]
-        nexts.append(nxt)
-        classes.append(cls)
+    for start, stop in chunks(net.size, net.size * len(dims)):
+        row = np.arange(stop - start)[:, None]
+        t = at[start:stop]
+        differ = at[None, :, :] != t[:, None, :]
+        # the lowest dimension in which node and destination differ
+        k = differ.argmax(axis=2)
+        x, to, size = at[node, k], t[row, k], sizes[k]
+        ring = wrap & (size > 2)
+        forward = (to - x) % size
+        # Half-way round an even ring: even coordinates go up, odd go down, which balances
+        # the two directions; one hop on, the tie is gone, so the choice stays a function
+        # of (node, destination).
+        up = np.where(ring, (2 * forward < size) | ((2 * forward == size) & (x % 2 == 0)),
+                      to > x)
+        crosses = ring & np.where(up, to < x, to > x)
+        dateline = dateline or bool(crosses.any())
+        nxt = np.where(differ.any(axis=2), step[node, k, up.astype(np.intp)], -1)
+        nexts += [array("i", r.astype(np.intc).tobytes()) for r in nxt]
+        classes += [array("b", r.astype(np.int8).tobytes()) for r in crosses]
     def ring_step(c: int) -> tuple[int, int, bool]:
         """Dimension, direction and whether ``c`` is its ring's wrap-around hop."""
         k = net.link(c).dim
