@@ -83,8 +83,18 @@ def walk(dst: np.ndarray, nxt: np.ndarray, targets: np.ndarray) -> tuple[np.ndar
 
 
 def join(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every index pair ``(i, j)`` with ``left[i] == right[j]``: an equality join of two key
-    arrays (for trees mostly one-to-many, but any multiplicity works)."""
+    """Every index pair ``(i, j)`` with ``left[i] == right[j]``: an equality join of two
+    arrays of non-negative keys, in no particular order."""
+    if len(left) == 0 or len(right) == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    top = int(left.max())
+    if top < 4 * (len(left) + len(right)) and np.bincount(left).max() == 1:
+        # Distinct left keys (a tree: one channel into each node): a lookup table.
+        at = np.full(top + 1, -1)
+        at[left] = np.arange(len(left))
+        i = at[np.minimum(right, top)]
+        j = np.flatnonzero((i >= 0) & (right <= top))
+        return i[j], j
     order = np.argsort(right, kind="stable")
     keys = right[order]
     lo = np.searchsorted(keys, left, "left")

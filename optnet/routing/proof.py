@@ -237,27 +237,25 @@ def _branches(net: Network, broadcast: Broadcast, top: int, waits: Waits,
     masks, classes = broadcast.arrays()
     tree, sibling = [], []
     for start, stop in chunks(n, len(net.src)):
+        # rows of this block of sources; (row, node) keys are row * n + node
         mask = masks[start:stop]
-        s, c = np.nonzero((mask[:, src] >> port & 1).astype(bool))
-        k = c * V + (np.minimum(classes[start:stop][s, c], top) if classes is not None else 0)
-        s = s + start
+        forks = (mask >> 1 != 0).astype(bool)
+        r, c = np.nonzero((mask[:, src] >> port & 1).astype(bool))
+        k = c * V + (np.minimum(classes[start:stop][r, c], top) if classes is not None else 0)
         # A node's branches: its tree channels' W, and its local output if it delivers.
-        ls, x = np.nonzero((mask >> LOCAL & 1).astype(bool))
-        ls = ls + start
-        branch_key = np.concatenate([s * n + src[c], ls * n + x])
+        lr, x = np.nonzero((mask >> LOCAL & 1).astype(bool))
+        branch_key = np.concatenate([r * n + src[c], lr * n + x])
         branch = np.concatenate([2 * k, ids.eject_w(x)])
         # What waits for them: the front of each tree channel into the node, and at the
         # source, its local input when it forwards on a link.
-        roots = np.arange(start, stop)
-        roots = roots[(mask[roots - start, roots] >> 1) != 0]
-        wait_key = np.concatenate([s * n + dst[c]] + [roots * n + roots] * len(waits.inject_vcs))
-        waiter = np.concatenate([2 * k + 1] + [ids.inject_f(roots, v) for v in waits.inject_vcs])
-        i, j = join(wait_key, branch_key)
-        tree.append(np.unique(waiter[i] * big + branch[j]))
+        i, j = join(r * n + dst[c], branch_key)
+        tree.append(np.unique((2 * k[i] + 1) * big + branch[j]))
+        roots = np.flatnonzero(forks[np.arange(stop - start), np.arange(start, stop)])
+        i, j = join(roots * n + roots + start, branch_key)
+        tree += [np.unique(ids.inject_f(roots[i] + start, v) * big + branch[j])
+                 for v in waits.inject_vcs]
         if waits.siblings:
-            forks = np.zeros(mask.shape, dtype=bool)
-            forks[s - start, src[c]] = True
-            at_fork = np.concatenate([np.ones(len(c), dtype=bool), forks[ls - start, x]])
+            at_fork = np.concatenate([np.ones(len(c), dtype=bool), forks[lr, x]])
             key, vertex = branch_key[at_fork], branch[at_fork]
             i, j = join(key, key)
             # a branch's F is the vertex after its W (the local output's too)
