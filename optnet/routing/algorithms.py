@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optnet.routing.arrays import chunks, matrix
+from optnet.routing.arrays import chunks, matrix, walk
 from optnet.routing.network import Network
 
 __all__ = ["ALGORITHMS", "NotApplicable", "Routing", "TreeRule", "ahead", "pick_auto"]
@@ -250,6 +250,32 @@ def _classes_by_remaining(net: Network, nxt: array, d: int,
     return cls, max(cls, default=0)
 
 
+@dataclass
+class _Table:
+    """A dict of lists as arrays: ``items[key][i]`` (-2 past the end) and ``count[key]``."""
+
+    items: np.ndarray
+    count: np.ndarray
+
+
+def _table(lists: dict[tuple[int, int], list[int]], shape: tuple[int, int]) -> _Table:
+    width = max(map(len, lists.values()), default=1)
+    items = np.full((*shape, width), -2, dtype=np.intc)
+    count = np.zeros(shape, dtype=np.intc)
+    for key, values in lists.items():
+        items[key][:len(values)] = values
+        count[key] = len(values)
+    return _Table(items, count)
+
+
+def _classes_by_remaining_all(dst: np.ndarray, nxt: np.ndarray,
+                              targets: np.ndarray) -> np.ndarray:
+    """:func:`_classes_by_remaining` of a block of routing table rows (int8 classes)."""
+    hops, _ = walk(dst, nxt, targets)
+    after = np.take_along_axis(hops, dst[np.maximum(nxt, 0)], axis=1)
+    return np.where(nxt >= 0, np.minimum(after, 127), 0).astype(np.int8)
+
+
 def _shortest(net: Network) -> Routing:
     load = [0] * len(net.src)
     nexts, classes, top = [], [], 0
@@ -431,37 +457,48 @@ def _dragonfly(net: Network) -> Routing:
     if cluster.topology != "dragonfly" or not cluster.generated:
         raise NotApplicable("minimal dragonfly routing needs a generated dragonfly topology")
     group = [node.group for node in cluster.nodes]
-    local: dict[tuple[int, int], int] = {}
+    groups = max(group) + 1
+    # local[n, i]: the first channel from n to the i-th node of its group; options[n, g]:
+    # n's channels into group g; gateways[g, h]: the routers of group g with such channels
+    rank = [0] * net.size
+    members: dict[int, list[int]] = {}
+    for v, g in enumerate(group):
+        rank[v] = len(members.setdefault(g, []))
+        members[g].append(v)
+    local = np.full((net.size, max(map(len, members.values()))), -2, dtype=np.intc)
     globals_: dict[tuple[int, int], list[int]] = {}
-    for c in range(len(net.src)):
+    for c in reversed(range(len(net.src))):  # the first channel of a pair wins
         s, t = net.src[c], net.dst[c]
         if group[s] == group[t]:
-            local.setdefault((s, t), c)
-        else:
+            local[s, rank[t]] = c
+    for c in range(len(net.src)):
+        s, t = net.src[c], net.dst[c]
+        if group[s] != group[t]:
             globals_.setdefault((s, group[t]), []).append(c)
     gateways: dict[tuple[int, int], list[int]] = {}
     for s, g in sorted(globals_):
         gateways.setdefault((group[s], g), []).append(s)
-    nexts, classes = [], []
-    for d in range(net.size):
-        nxt, _ = _empty(net.size)
-        nxt[d] = -1
-        gd = group[d]
-        for n in range(net.size):
-            if n == d:
-                continue
-            if group[n] == gd:
-                nxt[n] = local[(n, d)]
-            elif (n, gd) in globals_:
-                options = globals_[(n, gd)]
-                nxt[n] = options[d % len(options)]
-            else:
-                routers = gateways[(group[n], gd)]
-                nxt[n] = local[(n, routers[d % len(routers)])]
-        cls, _ = _classes_by_remaining(net, nxt, d)
-        nexts.append(nxt)
-        classes.append(cls)
-    top = max(max(c) for c in classes) if classes else 0
+    options = _table(globals_, (net.size, groups))
+    via = _table(gateways, (groups, groups))
+    g_of, rank_of = np.array(group), np.array(rank)
+    node = np.arange(net.size)
+    nexts, classes, top = [], [], 0
+    dst = np.array(net.dst)
+    for start, stop in chunks(net.size, net.size):
+        d = np.arange(start, stop)[:, None]
+        gd = g_of[d]
+        # in d's group: the local hop; with a global channel to d's group: one of them,
+        # chosen by d; else the local hop to one of the group's gateways, chosen by d
+        count = options.count[node, gd]
+        direct = options.items[node, gd, d % np.maximum(count, 1)]
+        gateway = via.items[g_of[node], gd, d % np.maximum(via.count[g_of[node], gd], 1)]
+        nxt = np.where(g_of[node] == gd, local[node, rank_of[d]],
+                       np.where(count > 0, direct, local[node, rank_of[gateway]]))
+        nxt[np.arange(stop - start), d[:, 0]] = -1
+        cls = _classes_by_remaining_all(dst, nxt, d[:, 0])
+        top = max(top, int(cls.max()))
+        nexts += [array("i", r.astype(np.intc).tobytes()) for r in nxt]
+        classes += [array("b", r.tobytes()) for r in cls]
     return Routing("dragonfly_minimal", nexts, classes, top + 1,
                    "minimal local-global-local paths; VC class = hops still ahead, so each "
                    "hop of a path uses a lower class than the one before",
