@@ -35,7 +35,7 @@ import networkx as nx
 import numpy as np
 
 from optnet.routing.algorithms import Routing
-from optnet.routing.arrays import chunks, has_cycle, join
+from optnet.routing.arrays import chunks, distinct, has_cycle, join
 from optnet.routing.broadcast import Broadcast
 from optnet.routing.network import LOCAL, Network
 
@@ -140,13 +140,13 @@ def prove(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
     if broadcast is not None and broadcast.mode != "cascade":
         tree, sibling = _branches(net, broadcast, vcs - 1, waits, ids)
         heads = tree % big
-        used = np.union1d(used, heads[heads < ids.links] >> 1)
+        used = distinct(np.concatenate([used, heads[heads < ids.links] >> 1]))
     nodes = np.arange(net.size, dtype=np.int64)
     own = [2 * used * big + 2 * used + 1, ids.eject_w(nodes) * big + ids.eject_f(nodes)]
     own += [ids.inject_w(nodes) * big + ids.inject_f(nodes, v) for v in waits.inject_vcs]
     if waits.receive_waits_for_send:
         own.append(ids.eject_f(nodes) * big + ids.inject_w(nodes))
-    edges = np.unique(np.concatenate([route, tree, sibling, *own]))
+    edges = distinct(np.concatenate([route, tree, sibling, *own]))
     cycle: tuple[Channel, ...] = ()
     steps: tuple[str, ...] = ()
     if has_cycle(edges // big, edges % big, big):
@@ -194,13 +194,13 @@ def _route_edges(net: Network, routing: Routing, vcs: int, waits: Waits,
         last = hop & (then == np.arange(start, stop)[:, None])
         onward = hop & ~last
         k_then = np.take_along_axis(k, then, axis=1)
-        waits_.append(np.unique((2 * k[onward] + 1) * big + 2 * k_then[onward]))
-        waits_.append(np.unique((2 * k[last] + 1) * big + ids.eject_w(then[last])))
-        used.append(np.unique(k[hop]))
-    k = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
+        waits_.append(distinct((2 * k[onward] + 1) * big + 2 * k_then[onward]))
+        waits_.append(distinct((2 * k[last] + 1) * big + ids.eject_w(then[last])))
+        used.append(distinct(k[hop]))
+    k = distinct(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
     # a channel is used by the routes of the node it leaves, so that node injects onto it
     waits_ += [ids.inject_f(src[k // V], v) * big + 2 * k for v in waits.inject_vcs]
-    return np.unique(np.concatenate(waits_)), k
+    return distinct(np.concatenate(waits_)), k
 
 
 class _Ids:
@@ -233,14 +233,23 @@ def _branches(net: Network, broadcast: Broadcast, top: int, waits: Waits,
     of its branches at the node, and between sibling branches."""
     V, big, n = ids.vcs, ids.size, net.size
     src, dst = np.array(net.src, dtype=np.int64), np.array(net.dst, dtype=np.int64)
-    port = np.array(net.out_port, dtype=np.int64)
+    ports = max(map(len, net.ports), default=1)
+    channel = np.full((n, ports), -1, dtype=np.int64)  # by node and port
+    channel[src, net.out_port] = np.arange(len(net.src))
     masks, classes = broadcast.arrays()
     tree, sibling = [], []
     for start, stop in chunks(n, len(net.src)):
         # rows of this block of sources; (row, node) keys are row * n + node
         mask = masks[start:stop]
         forks = (mask >> 1 != 0).astype(bool)
-        r, c = np.nonzero((mask[:, src] >> port & 1).astype(bool))
+        # The tree channels: the port bits of the nodes that forward (a few per tree).
+        fr, fx = np.nonzero(forks)
+        fork_mask = mask[fr, fx]
+        on = [(fork_mask >> p & 1).astype(bool) for p in range(1, ports)]
+        r = np.concatenate([fr[b] for b in on] + [np.zeros(0, dtype=np.intp)])
+        c = np.concatenate([channel[fx[b], p] for p, b in enumerate(on, 1)]
+                           + [np.zeros(0, dtype=np.intp)])
+        r, c = r[c >= 0], c[c >= 0]
         k = c * V + (np.minimum(classes[start:stop][r, c], top) if classes is not None else 0)
         # A node's branches: its tree channels' W, and its local output if it delivers.
         lr, x = np.nonzero((mask >> LOCAL & 1).astype(bool))
@@ -249,19 +258,19 @@ def _branches(net: Network, broadcast: Broadcast, top: int, waits: Waits,
         # What waits for them: the front of each tree channel into the node, and at the
         # source, its local input when it forwards on a link.
         i, j = join(r * n + dst[c], branch_key)
-        tree.append(np.unique((2 * k[i] + 1) * big + branch[j]))
+        tree.append(distinct((2 * k[i] + 1) * big + branch[j]))
         roots = np.flatnonzero(forks[np.arange(stop - start), np.arange(start, stop)])
         i, j = join(roots * n + roots + start, branch_key)
-        tree += [np.unique(ids.inject_f(roots[i] + start, v) * big + branch[j])
+        tree += [distinct(ids.inject_f(roots[i] + start, v) * big + branch[j])
                  for v in waits.inject_vcs]
         if waits.siblings:
             at_fork = np.concatenate([np.ones(len(c), dtype=bool), forks[lr, x]])
             key, vertex = branch_key[at_fork], branch[at_fork]
             i, j = join(key, key)
             # a branch's F is the vertex after its W (the local output's too)
-            sibling.append(np.unique(vertex[i][i != j] * big + vertex[j][i != j] + 1))
+            sibling.append(distinct(vertex[i][i != j] * big + vertex[j][i != j] + 1))
     empty = [np.zeros(0, dtype=np.int64)]
-    return np.unique(np.concatenate(tree + empty)), np.unique(np.concatenate(sibling + empty))
+    return distinct(np.concatenate(tree + empty)), distinct(np.concatenate(sibling + empty))
 
 
 def _channels_of(found: list[tuple[int, int]], ids: _Ids, tree: set[tuple[int, int]],
