@@ -200,24 +200,27 @@ def _plan(net: Network, into: np.ndarray, depth: np.ndarray,
     masks = np.full((n, n), 1 << LOCAL, dtype=kind)
     masks[np.arange(n), np.arange(n)] = 0
     classes = np.zeros((n, channels), dtype=np.uint8)
+    flat_classes = classes.reshape(-1)
+    # Flat indices (row * width + column) throughout: numpy's scatters are fastest on them.
     for start, stop in chunks(n, n):
-        block = into[start:stop]
-        s, d = np.nonzero(block >= 0)
-        c = block[s, d]
-        np.bitwise_or.at(masks[start:stop], (s, src[c]), bit[c])
+        block = into[start:stop].reshape(-1)
+        at = np.flatnonzero(block >= 0)  # (source row, node) of every tree channel
+        c, row = block[at], at // n
+        np.bitwise_or.at(masks[start:stop].reshape(-1), row * n + src[c], bit[c])
         # Leaves first: a channel's class is final once every child has offered its own.
-        level = depth[start:stop][s, d]
+        level = depth[start:stop].reshape(-1)[at]
         order = np.argsort(level, kind="stable")
         bounds = np.searchsorted(level[order], np.arange(level.max(initial=0) + 2))
-        offer = np.zeros(block.shape, dtype=np.int32)
+        offer = np.zeros(len(block), dtype=np.int32)
         for h in range(len(bounds) - 2, 0, -1):
-            at = order[bounds[h]:bounds[h + 1]]
-            si, ci, up = s[at], c[at], src[c[at]]
-            value = np.maximum(rule.base[ci], offer[si, d[at]])
-            classes[si + start, ci] = np.minimum(value, 255)
-            parent = block[si, up]
+            here = order[bounds[h]:bounds[h + 1]]
+            ci, ri = c[here], row[here]
+            value = np.maximum(rule.base[ci], offer[at[here]])
+            flat_classes[(ri + start) * channels + ci] = np.minimum(value, 255)
+            up = ri * n + src[ci]  # the parent: the tree channel into this one's node
+            parent = block[up]
             inner = parent >= 0
             if rule.line is not None:
                 inner &= rule.line[np.where(inner, parent, 0)] == rule.line[ci]
-            np.maximum.at(offer, (si[inner], up[inner]), rule.step[ci[inner]] + value[inner])
+            np.maximum.at(offer, up[inner], rule.step[ci[inner]] + value[inner])
     return masks, classes
