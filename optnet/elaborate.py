@@ -92,6 +92,19 @@ def _layers(*layers: m.LinkSettings | m.PortSettings | None) -> dict:
     return out
 
 
+def _free_run(lanes: list[str | None], count: int) -> int | None:
+    """The first lane of the lowest run of ``count`` free lanes, or None."""
+    if count <= 0:
+        return 0
+    # One pass: the first run to reach ``count`` free lanes ends earliest, so starts lowest.
+    run = 0
+    for i, user in enumerate(lanes):
+        run = run + 1 if user is None else 0
+        if run == count:
+            return i - count + 1
+    return None
+
+
 class _Elaborator:
     def __init__(self, desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary) -> None:
         self.desc = desc
@@ -101,6 +114,7 @@ class _Elaborator:
         self.protos: dict[str, _Proto] = {}
         self.boards: dict[str, m.BoardDesc] = {}
         self.use: dict[tuple[str, str], list[str | None]] = {}
+        self.open_ports: dict[str, list[str]] = {}
         self.links: list[Link] = []
 
     def error(self, code: str, message: str, path: Path, *, key: bool = False,
@@ -352,7 +366,15 @@ class _Elaborator:
         kind = PHYS[phy].port_kind if phy else ("parallel" if pending.role == "intra"
                                                   else "serial")
         wanted = pending.settings.get("lanes")
-        for pname, port in board.ports.items():
+        # Lanes are never given back, so a full port stays full: each node's list of ports
+        # that are not drops them as they fill, and large clusters do not rescan them.
+        ports = self.open_ports.setdefault(node, list(board.ports))
+        for pname in list(ports):
+            lanes = self._lanes(node, pname)
+            if lanes and None not in lanes:
+                ports.remove(pname)
+                continue
+            port = board.ports[pname]
             if port.kind != kind or (port.connector == "onboard") != (pending.role == "intra"):
                 continue
             set_phy = proto.ports.get(pname) and proto.ports[pname].phy
@@ -363,10 +385,8 @@ class _Elaborator:
                 mine, theirs = proto.position, self.protos[peer].position
                 if (mine + port.onboard.peer_offset) % per != theirs:
                     continue
-            lanes = self._lanes(node, pname)
             count = wanted or len(lanes)
-            start = next((s for s in range(len(lanes) - count + 1)
-                          if all(lanes[i] is None for i in range(s, s + count))), None)
+            start = _free_run(lanes, count)
             if start is not None:
                 return _EndSpec(node, pname, start, start + count - 1, ("topology",))
         return None

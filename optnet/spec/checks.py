@@ -54,40 +54,54 @@ class _Collector:
 
 
 def _check_phy(cluster: Cluster, out: _Collector) -> None:
+    # The findings depend only on the link's settings and its ends' boards and ports; a
+    # generated cluster has a handful of such kinds among thousands of links.
+    seen: dict[tuple, list[tuple[str, str]]] = {}
     for link in cluster.links:
-        phy = PHYS[link.phy]
-        rate = link.line_rate
-        for end in (link.a, link.b):
-            board = cluster.node(end.node).board
-            port = board.ports[end.port]
-            if phy.port_kind != port.kind:
-                out.link(link, "E110", f"{link.phy} needs a {phy.port_kind} port, but "
-                         f"{board.name} port {end.port} is {port.kind}.")
-            elif phy.vendors and board.vendor not in phy.vendors:
-                out.link(link, "E110", f"{link.phy} is not available on {board.vendor} "
-                         f"FPGAs ({board.name}); it runs on {', '.join(sorted(phy.vendors))}.")
-            limits = []
-            if port.max_line_rate is not None:
-                limits.append((port.max_line_rate, f"port {end.port} of {board.name}"))
-            if port.kind == "serial" and board.transceivers is not None:
-                limits.append((board.transceivers.max_line_rate,
-                               f"the {board.transceivers.type} transceivers of {board.name}"))
-            for limit, what in limits:
-                if rate.value > limit.value:
-                    out.link(link, "E106", f"the line rate {rate} exceeds the {limit} limit of "
-                             f"{what}.")
-                    break
-        if not phy.min_rate.value <= rate.value <= phy.max_rate.value:
-            out.link(link, "E107", f"the line rate {rate} is outside the {phy.min_rate} to "
-                     f"{phy.max_rate} range of {link.phy}.")
-        if link.lanes > phy.max_lanes:
-            out.link(link, "E107", f"{link.phy} bonds at most {phy.max_lanes} lanes, not "
-                     f"{link.lanes}.")
-        reach = _reach(cluster, link)
-        if reach is not None and link.length is not None and link.length.value > reach:
-            out.link(link, "W104", f"a source-synchronous parallel link of {link.length} is "
-                     f"longer than the {_q(reach, Dimension.LENGTH)} its pairs stay "
-                     "deskewed over.")
+        ends = tuple((cluster.node(end.node).board.name, end.port) for end in (link.a, link.b))
+        key = (link.phy, link.line_rate, link.lanes, link.length, ends)
+        if key not in seen:
+            seen[key] = _phy_findings(cluster, link)
+        for code, reason in seen[key]:
+            out.link(link, code, reason)
+
+
+def _phy_findings(cluster: Cluster, link: Link) -> list[tuple[str, str]]:
+    found = []
+    phy = PHYS[link.phy]
+    rate = link.line_rate
+    for end in (link.a, link.b):
+        board = cluster.node(end.node).board
+        port = board.ports[end.port]
+        if phy.port_kind != port.kind:
+            found.append(("E110", f"{link.phy} needs a {phy.port_kind} port, but "
+                          f"{board.name} port {end.port} is {port.kind}."))
+        elif phy.vendors and board.vendor not in phy.vendors:
+            found.append(("E110", f"{link.phy} is not available on {board.vendor} "
+                          f"FPGAs ({board.name}); it runs on {', '.join(sorted(phy.vendors))}."))
+        limits = []
+        if port.max_line_rate is not None:
+            limits.append((port.max_line_rate, f"port {end.port} of {board.name}"))
+        if port.kind == "serial" and board.transceivers is not None:
+            limits.append((board.transceivers.max_line_rate,
+                           f"the {board.transceivers.type} transceivers of {board.name}"))
+        for limit, what in limits:
+            if rate.value > limit.value:
+                found.append(("E106", f"the line rate {rate} exceeds the {limit} limit of "
+                              f"{what}."))
+                break
+    if not phy.min_rate.value <= rate.value <= phy.max_rate.value:
+        found.append(("E107", f"the line rate {rate} is outside the {phy.min_rate} to "
+                      f"{phy.max_rate} range of {link.phy}."))
+    if link.lanes > phy.max_lanes:
+        found.append(("E107", f"{link.phy} bonds at most {phy.max_lanes} lanes, not "
+                      f"{link.lanes}."))
+    reach = _reach(cluster, link)
+    if reach is not None and link.length is not None and link.length.value > reach:
+        found.append(("W104", f"a source-synchronous parallel link of {link.length} is "
+                      f"longer than the {_q(reach, Dimension.LENGTH)} its pairs stay "
+                      "deskewed over."))
+    return found
 
 
 def _reach(cluster: Cluster, link: Link) -> Fraction | None:
