@@ -59,27 +59,32 @@ def walk(dst: np.ndarray, nxt: np.ndarray, targets: np.ndarray) -> tuple[np.ndar
         If a route runs in a loop.
     """
     r, n = nxt.shape
-    node = np.arange(n, dtype=np.int64)[None, :]
+    # int32 throughout: a block's flat indices fit, and the gathers move half the bytes
+    node = np.arange(n, dtype=np.int32)[None, :]
     valid = nxt >= 0
-    ahead = np.where(valid, dst[np.where(valid, nxt, 0)], node)
+    ahead = np.where(valid, dst.astype(np.int32)[np.where(valid, nxt, 0)], node)
     # Jump to the node before the destination, never onto it: then after enough doublings
     # every node points at the node its route enters the destination from, and the hops
-    # added up on the way count the route's length. log2(longest route) rounds.
+    # added up on the way count the route's length. log2(longest route) rounds, each only
+    # over the routes not yet resolved.
     stop = ~valid | (ahead == targets[:, None])
-    base = np.arange(r, dtype=np.int64)[:, None] * n
+    base = np.arange(r, dtype=np.int32)[:, None] * np.int32(n)
     jump = (np.where(stop, node, ahead) + base).ravel()
     length = (~stop).astype(np.int32).ravel()
+    active = np.flatnonzero(~stop).astype(np.int32)
     for _ in range(n.bit_length() + 1):
-        further = jump[jump]
-        if np.array_equal(further, jump):
+        if not active.size:
             break
-        length += length[jump]
-        jump = further
-    else:
+        to = jump[active]
+        further, longer = jump[to], length[active] + length[to]
+        jump[active], length[active] = further, longer
+        active = active[jump[further] != further]
+    # a route that loops lands on a node of its loop, which is not one it may stop at
+    if active.size or not stop.ravel()[jump].all():
         raise ValueError("a route runs in a loop")
     hops = np.where(valid, length.reshape(r, n) + 1, -1).astype(np.int32)
     hops[nxt == -1] = 0
-    return hops, (jump.reshape(r, n) - base).astype(np.int32)
+    return hops, jump.reshape(r, n) - base
 
 
 def distinct(values: np.ndarray) -> np.ndarray:

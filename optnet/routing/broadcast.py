@@ -207,6 +207,8 @@ def _plan(net: Network, into: np.ndarray, depth: np.ndarray,
         at = np.flatnonzero(block >= 0)  # (source row, node) of every tree channel
         c, row = block[at], at // n
         np.bitwise_or.at(masks[start:stop].reshape(-1), row * n + src[c], bit[c])
+        if not (rule.base.any() or rule.step.any()):
+            continue  # every class is 0 (a mesh's, an up*/down* tree's)
         # Leaves first: a channel's class is final once every child has offered its own.
         level = depth[start:stop].reshape(-1)[at]
         order = np.argsort(level, kind="stable")
