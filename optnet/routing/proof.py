@@ -135,10 +135,11 @@ def prove(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
     # (channel, VC) pairs as k = channel * V + vc; W(k) = 2k, F(k) = 2k + 1, and an edge
     # a -> b as the integer a * big + b, so that each kind of wait is one sorted array of
     # distinct edges, built for many destinations or sources at once.
-    route, used = _route_edges(net, routing, vcs, waits, ids)
+    slots = _Slots(net, ids)
+    route, used = _route_edges(net, routing, vcs, waits, slots)
     tree = sibling = np.zeros(0, dtype=np.int64)
     if broadcast is not None and broadcast.mode != "cascade":
-        tree, sibling = _branches(net, broadcast, vcs - 1, waits, ids)
+        tree, sibling = _branches(net, broadcast, vcs - 1, waits, slots)
         heads = tree % big
         used = distinct(np.concatenate([used, heads[heads < ids.links] >> 1]))
     nodes = np.arange(net.size, dtype=np.int64)
@@ -178,29 +179,83 @@ def _find_cycle(net: Network, route: np.ndarray, tree: np.ndarray, sibling: np.n
                         {e for e, h in zip(found, held, strict=True) if h})
 
 
+class _Slots:
+    """Waits marked in bitmaps rather than collected as edge lists.
+
+    Every wait in the graph leads from a *waiter* -- the front ``F(k)`` of a (channel, VC)
+    pair ``k``, or a node's local input ``F(inject, v)`` -- to an output of the node the
+    waiter is at: a *slot*, ``port * V + vc``, where port 0 is the local output. So the
+    waits of N^2 routes or tree branches fit in a bitmap of waiters x slots (x slots, for
+    sibling waits), and marking them is one pass over the routes instead of a sort.
+    """
+
+    def __init__(self, net: Network, ids: _Ids):
+        self.ids, self.n, V = ids, net.size, ids.vcs
+        self.src = np.array(net.src, dtype=np.int64)
+        self.dst = np.array(net.dst, dtype=np.int64)
+        self.port = np.array(net.out_port, dtype=np.int64)
+        self.slots = max(map(len, net.ports), default=1) * V
+        self.pairs = len(net.src) * V  # waiters 0 .. pairs-1 are link fronts, then inputs
+        self.channel = np.full((self.n, self.slots // V), -1, dtype=np.int64)
+        self.channel[self.src, self.port] = np.arange(len(net.src))
+
+    def inject(self, node, v: int):
+        """The waiter number of ``node``'s local input on VC ``v``."""
+        return self.pairs + node * self.ids.vcs + v
+
+    def marks(self, sibling: bool = False) -> np.ndarray:
+        waiters = self.pairs + self.n * self.ids.vcs
+        return np.zeros(self.n * self.slots ** 2 if sibling else waiters * self.slots,
+                        dtype=bool)
+
+    def output(self, node: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """The W vertex of an output slot at a node (the local output's for port 0)."""
+        V, ids = self.ids.vcs, self.ids
+        port, v = np.divmod(slot, V)
+        return np.where(port == 0, ids.eject_w(node),
+                        2 * (self.channel[node, port] * V + v))
+
+    def edges(self, marks: np.ndarray) -> np.ndarray:
+        """The marked waits as sorted edge codes ``a * ids.size + b``."""
+        V, ids = self.ids.vcs, self.ids
+        waiter, slot = np.divmod(np.flatnonzero(marks), self.slots)
+        link = waiter < self.pairs
+        inject = waiter - self.pairs
+        node = np.where(link, self.dst[np.minimum(waiter, self.pairs - 1) // V], inject // V)
+        tail = np.where(link, 2 * waiter + 1, ids.inject_f(inject // V, inject % V))
+        return np.sort(tail * ids.size + self.output(node, slot))
+
+    def sibling_edges(self, marks: np.ndarray) -> np.ndarray:
+        """The marked sibling waits, ``W(a) -> F(b)`` for slots a, b of a node."""
+        node, pair = np.divmod(np.flatnonzero(marks), self.slots ** 2)
+        a, b = np.divmod(pair, self.slots)
+        # a branch's F is the vertex after its W (the local output's too)
+        return np.sort(self.output(node, a) * self.ids.size + self.output(node, b) + 1)
+
+
 def _route_edges(net: Network, routing: Routing, vcs: int, waits: Waits,
-                 ids: _Ids) -> tuple[np.ndarray, np.ndarray]:
+                 slots: _Slots) -> tuple[np.ndarray, np.ndarray]:
     """The waits of unicast routes as sorted edge codes, and the (channel, VC) pairs they
     use: each hop's front waits for the next hop's output VC (or the local output at the
     destination), and each node's injected packets wait for the first hop's."""
-    V, top, big, n = vcs, vcs - 1, ids.size, net.size
-    src, dst = np.array(net.src, dtype=np.int64), np.array(net.dst, dtype=np.int64)
-    waits_, used = [], []
+    V, top, n, Q = vcs, vcs - 1, net.size, slots.slots
+    marks, used = slots.marks(), np.zeros(slots.pairs, dtype=bool)
+    node = np.arange(n)[None, :]
     for start, stop in chunks(n, n):
         nxt, cls = routing.matrices(start, stop)
         hop = nxt >= 0
-        k = np.where(hop, nxt * V + np.minimum(cls, top), -1).astype(np.int64)
-        then = dst[np.where(hop, nxt, 0)]
-        last = hop & (then == np.arange(start, stop)[:, None])
-        onward = hop & ~last
-        k_then = np.take_along_axis(k, then, axis=1)
-        waits_.append(distinct((2 * k[onward] + 1) * big + 2 * k_then[onward]))
-        waits_.append(distinct((2 * k[last] + 1) * big + ids.eject_w(then[last])))
-        used.append(distinct(k[hop]))
-    k = distinct(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
-    # a channel is used by the routes of the node it leaves, so that node injects onto it
-    waits_ += [ids.inject_f(src[k // V], v) * big + 2 * k for v in waits.inject_vcs]
-    return distinct(np.concatenate(waits_)), k
+        c = np.where(hop, nxt, 0)
+        v = np.minimum(cls, top).astype(np.int64)
+        k, slot = c * V + v, slots.port[c] * V + v
+        then = slots.dst[c]
+        onward = hop & (then != np.arange(start, stop)[:, None])
+        # onward: the next hop's output at the next node; at the destination: slot 0
+        then_slot = np.where(onward, np.take_along_axis(slot, then, axis=1), 0)
+        marks[k[hop] * Q + then_slot[hop]] = True
+        used[k[hop]] = True
+        for iv in waits.inject_vcs:
+            marks[slots.inject(np.broadcast_to(node, hop.shape)[hop], iv) * Q + slot[hop]] = True
+    return slots.edges(marks), np.flatnonzero(used)
 
 
 class _Ids:
@@ -227,17 +282,14 @@ class _Ids:
 
 
 def _branches(net: Network, broadcast: Broadcast, top: int, waits: Waits,
-              ids: _Ids) -> tuple[np.ndarray, np.ndarray]:
+              slots: _Slots) -> tuple[np.ndarray, np.ndarray]:
     """The waits of broadcast replication as sorted edge codes: from the channel a broadcast
     arrives on (or the source's local input, where the source forwards on a link) to each
     of its branches at the node, and between sibling branches."""
-    V, big, n = ids.vcs, ids.size, net.size
-    src, dst = np.array(net.src, dtype=np.int64), np.array(net.dst, dtype=np.int64)
-    ports = max(map(len, net.ports), default=1)
-    channel = np.full((n, ports), -1, dtype=np.int64)  # by node and port
-    channel[src, net.out_port] = np.arange(len(net.src))
+    V, n, Q = slots.ids.vcs, net.size, slots.slots
+    src, dst, channel = slots.src, slots.dst, slots.channel
     masks, classes = broadcast.arrays()
-    tree, sibling = [], []
+    tree, sibling = slots.marks(), slots.marks(sibling=True) if waits.siblings else None
     for start, stop in chunks(n, len(net.src)):
         # rows of this block of sources; (row, node) keys are row * n + node
         mask = masks[start:stop]
@@ -245,32 +297,33 @@ def _branches(net: Network, broadcast: Broadcast, top: int, waits: Waits,
         # The tree channels: the port bits of the nodes that forward (a few per tree).
         fr, fx = np.nonzero(forks)
         fork_mask = mask[fr, fx]
-        on = [(fork_mask >> p & 1).astype(bool) for p in range(1, ports)]
+        on = [(fork_mask >> p & 1).astype(bool) for p in range(1, Q // V)]
         r = np.concatenate([fr[b] for b in on] + [np.zeros(0, dtype=np.intp)])
         c = np.concatenate([channel[fx[b], p] for p, b in enumerate(on, 1)]
                            + [np.zeros(0, dtype=np.intp)])
         r, c = r[c >= 0], c[c >= 0]
-        k = c * V + (np.minimum(classes[start:stop][r, c], top) if classes is not None else 0)
-        # A node's branches: its tree channels' W, and its local output if it delivers.
+        v = np.minimum(classes[start:stop][r, c], top) if classes is not None else 0
+        k = c * V + v
+        # A node's branches: its tree channels' outputs, and its local output if it delivers.
         lr, x = np.nonzero((mask >> LOCAL & 1).astype(bool))
         branch_key = np.concatenate([r * n + src[c], lr * n + x])
-        branch = np.concatenate([2 * k, ids.eject_w(x)])
+        branch = np.concatenate([slots.port[c] * V + v, np.zeros(len(x), dtype=np.int64)])
         # What waits for them: the front of each tree channel into the node, and at the
         # source, its local input when it forwards on a link.
         i, j = join(r * n + dst[c], branch_key)
-        tree.append(distinct((2 * k[i] + 1) * big + branch[j]))
+        tree[k[i] * Q + branch[j]] = True
         roots = np.flatnonzero(forks[np.arange(stop - start), np.arange(start, stop)])
         i, j = join(roots * n + roots + start, branch_key)
-        tree += [distinct(ids.inject_f(roots[i] + start, v) * big + branch[j])
-                 for v in waits.inject_vcs]
-        if waits.siblings:
+        for iv in waits.inject_vcs:
+            tree[slots.inject(roots[i] + start, iv) * Q + branch[j]] = True
+        if sibling is not None:
             at_fork = np.concatenate([np.ones(len(c), dtype=bool), forks[lr, x]])
-            key, vertex = branch_key[at_fork], branch[at_fork]
+            key, slot = branch_key[at_fork], branch[at_fork]
             i, j = join(key, key)
-            # a branch's F is the vertex after its W (the local output's too)
-            sibling.append(distinct(vertex[i][i != j] * big + vertex[j][i != j] + 1))
-    empty = [np.zeros(0, dtype=np.int64)]
-    return distinct(np.concatenate(tree + empty)), distinct(np.concatenate(sibling + empty))
+            i, j = i[i != j], j[i != j]
+            sibling[(key[i] % n * Q + slot[i]) * Q + slot[j]] = True
+    return (slots.edges(tree),
+            slots.sibling_edges(sibling) if sibling is not None else np.zeros(0, np.int64))
 
 
 def _channels_of(found: list[tuple[int, int]], ids: _Ids, tree: set[tuple[int, int]],
