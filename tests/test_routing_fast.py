@@ -132,14 +132,15 @@ def test_unicast_masks_of_a_full_network(tmp_path):
             ref.prove_reference(net, routed.routing, unicast, 3, waits)
 
 
-def test_walk_counts_hops_and_finds_the_last_node_before_the_destination():
+def test_walk_counts_hops_and_finds_the_last_channel():
     # a line 0 - 1 - 2 - 3 with channels 2i: i -> i+1 and 2i+1: i+1 -> i, destination 0
     dst = np.array([1, 0, 2, 1, 3, 2])
-    hops, before = walk(dst, np.array([[-1, 1, 3, 5]]), np.array([0]))
-    assert hops.tolist() == [[0, 1, 2, 3]]
-    assert before.tolist() == [[0, 1, 1, 1]]
-    with pytest.raises(ValueError, match="loop"):
-        walk(dst, np.array([[-1, 2, 3, 5]]), np.array([0]))  # 1 -> 2 -> 1 -> ...
+    hops, last = walk(dst, np.array([[-1, 1, 3, 5], [0, -1, 3, 5]]), np.array([0, 1]))
+    assert hops.tolist() == [[0, 1, 2, 3], [1, 0, 1, 2]]
+    assert last.tolist() == [[-1, 1, 1, 1], [0, -1, 3, 3]]
+    # routes that never arrive (1 -> 2 -> 1 -> ...) count as unreachable
+    hops, last = walk(dst, np.array([[-1, 2, 3, 5]]), np.array([0]))
+    assert hops.tolist() == [[0, -1, -1, -1]] and last.tolist() == [[-1, -1, -1, -1]]
 
 
 def test_join_distinct_and_cycle_helpers():

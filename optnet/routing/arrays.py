@@ -2,8 +2,9 @@
 
 Routes, broadcast trees and the wait graph are N x N objects; at 1,024 nodes and more,
 per-pair Python loops dominate a lint (issue 17). These helpers are the shared vocabulary of
-the vectorised code: route tables as matrices, hop counts and last hops of every route by
-pointer doubling, an equality join and a cycle test for graphs given as edge arrays.
+the vectorised code: route tables as matrices, hop counts and last channels of every route
+(a breadth-first walk of each destination's in-tree), an equality join, distinct values and
+a cycle test for graphs given as edge arrays.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ def matrix(rows: Sequence[array], dtype: type) -> np.ndarray:
     return np.stack([np.frombuffer(row, dtype=dtype) for row in rows])
 
 
-def walk(dst: np.ndarray, nxt: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Hop count and second-to-last node of every route in a block of routing table rows.
+def walk(dst: np.ndarray, nxt: np.ndarray,
+         targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hop count and last channel of every route in a block of routing table rows.
 
     Parameters
     ----------
@@ -48,43 +50,38 @@ def walk(dst: np.ndarray, nxt: np.ndarray, targets: np.ndarray) -> tuple[np.ndar
 
     Returns
     -------
-    hops, before : ndarray of int32, shape (R, N)
-        Channels on the route from ``x`` (0 at the destination, -1 where unreachable), and
-        the node the route enters the destination from (``x`` itself when the route is at
-        most one hop).
-
-    Raises
-    ------
-    ValueError
-        If a route runs in a loop.
+    hops, last : ndarray of int32, shape (R, N)
+        Channels on the route from ``x`` and the channel it enters the destination on;
+        0 and -1 at the destination, -1 and -1 where the route never arrives.
     """
     r, n = nxt.shape
     # int32 throughout: a block's flat indices fit, and the gathers move half the bytes
-    node = np.arange(n, dtype=np.int32)[None, :]
-    valid = nxt >= 0
-    ahead = np.where(valid, dst.astype(np.int32)[np.where(valid, nxt, 0)], node)
-    # Jump to the node before the destination, never onto it: then after enough doublings
-    # every node points at the node its route enters the destination from, and the hops
-    # added up on the way count the route's length. log2(longest route) rounds, each only
-    # over the routes not yet resolved.
-    stop = ~valid | (ahead == targets[:, None])
-    base = np.arange(r, dtype=np.int32)[:, None] * np.int32(n)
-    jump = (np.where(stop, node, ahead) + base).ravel()
-    length = (~stop).astype(np.int32).ravel()
-    active = np.flatnonzero(~stop).astype(np.int32)
-    for _ in range(n.bit_length() + 1):
-        if not active.size:
-            break
-        to = jump[active]
-        further, longer = jump[to], length[active] + length[to]
-        jump[active], length[active] = further, longer
-        active = active[jump[further] != further]
-    # a route that loops lands on a node of its loop, which is not one it may stop at
-    if active.size or not stop.ravel()[jump].all():
-        raise ValueError("a route runs in a loop")
-    hops = np.where(valid, length.reshape(r, n) + 1, -1).astype(np.int32)
-    hops[nxt == -1] = 0
-    return hops, jump.reshape(r, n) - base
+    flat = nxt.reshape(-1).astype(np.int32)
+    ahead = np.where(flat >= 0, dst.astype(np.int32)[np.maximum(flat, 0)], n)
+    # Each destination's routes form an in-tree; walk it breadth-first from the root, one
+    # level of every tree of the block per step. A node's children are the nodes that send
+    # to it: each row sorted by next node (a radix sort), with each node's range found by
+    # counting.
+    order = np.argsort(ahead.reshape(r, n).astype(np.int16 if n < 1 << 15 else np.int32),
+                       axis=1, kind="stable").astype(np.int32)
+    order += (np.arange(r, dtype=np.int32) * np.int32(n))[:, None]
+    order = order.reshape(-1)
+    rows = np.repeat(np.arange(r, dtype=np.int32), n)
+    count = np.bincount(rows * np.int32(n + 1) + ahead, minlength=r * (n + 1))
+    start = (np.cumsum(count) - count).astype(np.int32)
+    hops = np.full(r * n, -1, dtype=np.int32)
+    last = np.full(r * n, -1, dtype=np.int32)
+    level = np.arange(r, dtype=np.int32) * np.int32(n) + targets.astype(np.int32)
+    hops[level] = 0
+    depth = 0
+    while level.size:
+        key = level + level // n  # (row, node) as row * (n + 1) + node
+        kids = order[_ranges(start[key], count[key])]
+        depth += 1
+        hops[kids] = depth
+        last[kids] = flat[kids] if depth == 1 else np.repeat(last[level], count[key])
+        level = kids
+    return hops.reshape(r, n), last.reshape(r, n)
 
 
 def distinct(values: np.ndarray) -> np.ndarray:

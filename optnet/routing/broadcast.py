@@ -79,21 +79,22 @@ def _route_trees(net: Network, routing: Routing) -> tuple[np.ndarray, np.ndarray
     ``p`` on the same channel. Checking that costs O(N^2), not a walk of every route.
     """
     n = net.size
-    dst = np.array(net.dst, dtype=np.int64)
+    dst, src = np.array(net.dst, dtype=np.int64), np.array(net.src, dtype=np.int32)
     nxt, _ = routing.matrices()
     last = np.empty((n, n), dtype=np.int32)
     hops = np.empty((n, n), dtype=np.int16)
-    node = np.arange(n)[None, :]
     for start, stop in chunks(n, n):
-        block = nxt[start:stop]
-        h, before = walk(dst, block, np.arange(start, stop))
-        far = before != node
-        if (block[far] != nxt[before[far], np.nonzero(far)[1]]).any():
+        hops[start:stop], last[start:stop] = walk(dst, nxt[start:stop], np.arange(start, stop))
+    # Source by row from here: last[d, s] is the channel the tree of s reaches d on, and
+    # hops[d, s] its depth there; and x's routes, so that the check reads within a row.
+    into, depth, routes = last.T.copy(), hops.T.copy(), nxt.T.copy()
+    del last, hops, nxt
+    for start, stop in chunks(n, n):
+        x, d = np.nonzero(depth[start:stop] > 1)
+        p = src[into[start:stop][x, d]]
+        if (routes[start:stop][x, d] != routes[start:stop][x, p]).any():
             return None
-        last[start:stop] = np.where(h > 0, np.take_along_axis(block, before, axis=1), -1)
-        hops[start:stop] = h
-    # last[d, s] is the channel the tree of s reaches d on, and hops[d, s] its depth there
-    return last.T.copy(), hops.T.copy()
+    return into, depth
 
 
 def _other_trees(net: Network, tree: Callable[[int], dict[int, int]]) -> tuple[np.ndarray,
