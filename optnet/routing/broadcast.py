@@ -202,26 +202,35 @@ def _plan(net: Network, into: np.ndarray, depth: np.ndarray,
     masks[np.arange(n), np.arange(n)] = 0
     classes = np.zeros((n, channels), dtype=np.uint8)
     flat_classes = classes.reshape(-1)
+    src32 = src.astype(np.int32)
     # Flat indices (row * width + column) throughout: numpy's scatters are fastest on them.
     for start, stop in chunks(n, n):
         block = into[start:stop].reshape(-1)
-        at = np.flatnonzero(block >= 0)  # (source row, node) of every tree channel
-        c, row = block[at], at // n
-        np.bitwise_or.at(masks[start:stop].reshape(-1), row * n + src[c], bit[c])
+        at = np.flatnonzero(block >= 0).astype(np.int32)  # (source row, node) of each
+        c = block[at]                                      # tree channel
+        fork = at - at % n + src32[c]  # (source row, node it leaves)
+        if kind is object:
+            np.bitwise_or.at(masks[start:stop].reshape(-1), fork, bit[c])
+        else:
+            # the ports of a node's tree channels are distinct bits: their sum is their OR
+            sums = np.bincount(fork, weights=bit[c], minlength=len(block))
+            masks[start:stop] |= sums.astype(kind).reshape(stop - start, n)
         if not (rule.base.any() or rule.step.any()):
             continue  # every class is 0 (a mesh's, an up*/down* tree's)
         # Leaves first: a channel's class is final once every child has offered its own.
+        # Sorted by level once, so that each level is a contiguous slice.
+        order = np.argsort(depth[start:stop].reshape(-1)[at], kind="stable")
+        at, c, fork = at[order], c[order], fork[order]
         level = depth[start:stop].reshape(-1)[at]
-        order = np.argsort(level, kind="stable")
-        bounds = np.searchsorted(level[order], np.arange(level.max(initial=0) + 2))
+        bounds = np.searchsorted(level, np.arange(level.max(initial=0) + 2))
         offer = np.zeros(len(block), dtype=np.int32)
         for h in range(len(bounds) - 2, 0, -1):
-            here = order[bounds[h]:bounds[h + 1]]
-            ci, ri = c[here], row[here]
+            here = slice(bounds[h], bounds[h + 1])
+            ci, up = c[here], fork[here]
             value = np.maximum(rule.base[ci], offer[at[here]])
-            flat_classes[(ri + start) * channels + ci] = np.minimum(value, 255)
-            up = ri * n + src[ci]  # the parent: the tree channel into this one's node
-            parent = block[up]
+            flat_classes[(at[here] // n + start).astype(np.int64) * channels + ci] = \
+                np.minimum(value, 255)
+            parent = block[up]  # the tree channel into the node this one leaves
             inner = parent >= 0
             if rule.line is not None:
                 inner &= rule.line[np.where(inner, parent, 0)] == rule.line[ci]
