@@ -372,18 +372,23 @@ def _grid(net: Network) -> Routing:
         step[net.src[c], k, 1 if delta == 1 else 0] = c
         if dims[k] == 2:  # one link serves both directions
             step[net.src[c], k, 0] = c
-    at = np.array(coords, dtype=np.int64).reshape(net.size, len(dims))
-    sizes = np.array(dims, dtype=np.int64)
-    node = np.arange(net.size)[None, :]
+    D = len(dims)
+    at = np.array(coords, dtype=np.int32).reshape(net.size, D)
+    sizes = np.array(dims, dtype=np.int32)
+    node = np.arange(net.size, dtype=np.int32)[None, :]
     nexts, classes = [], []
     dateline = False
-    for start, stop in chunks(net.size, net.size * len(dims)):
-        row = np.arange(stop - start)[:, None]
+    for start, stop in chunks(net.size, net.size):
         t = at[start:stop]
-        differ = at[None, :, :] != t[:, None, :]
-        # the lowest dimension in which node and destination differ
-        k = differ.argmax(axis=2)
-        x, to, size = at[node, k], t[row, k], sizes[k]
+        # the lowest dimension in which node and destination differ (-1: the destination)
+        k = np.full((stop - start, net.size), -1, dtype=np.int32)
+        for j in reversed(range(D)):
+            np.copyto(k, j, where=at[None, :, j] != t[:, j, None])
+        here = k < 0
+        k[here] = 0
+        x = at.reshape(-1)[node * D + k]
+        to = t.reshape(-1)[np.arange(stop - start, dtype=np.int32)[:, None] * D + k]
+        size = sizes[k]
         ring = wrap & (size > 2)
         forward = (to - x) % size
         # Half-way round an even ring: even coordinates go up, odd go down, which balances
@@ -393,9 +398,10 @@ def _grid(net: Network) -> Routing:
                       to > x)
         crosses = ring & np.where(up, to < x, to > x)
         dateline = dateline or bool(crosses.any())
-        nxt = np.where(differ.any(axis=2), step[node, k, up.astype(np.intp)], -1)
-        nexts += [array("i", r.astype(np.intc).tobytes()) for r in nxt]
-        classes += [array("b", r.astype(np.int8).tobytes()) for r in crosses]
+        nxt = step.reshape(-1)[(node * D + k) * 2 + up]
+        nxt[here] = -1
+        nexts += [array("i", r.tobytes()) for r in nxt.astype(np.intc)]
+        classes += [array("b", r.tobytes()) for r in crosses.astype(np.int8)]
     def ring_step(c: int) -> tuple[int, int, bool]:
         """Dimension, direction and whether ``c`` is its ring's wrap-around hop."""
         k = net.link(c).dim
