@@ -24,8 +24,10 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
+import numpy as np
+
 from optnet.emit.env import render_template
-from optnet.routing.algorithms import ahead
+from optnet.routing.arrays import chunks, walk
 from optnet.routing.route import Routed
 
 __all__ = ["NodeTable", "Widths", "node_tables", "render_c_header", "render_hex", "to_json"]
@@ -143,36 +145,75 @@ def node_tables(routed: Routed) -> list[NodeTable]:
     names = tuple(node.name for node in nodes)
     ids = tuple(node.id for node in nodes)
     id_bits = clog2(max(ids) + 1)
-    port = [array("H", bytes(2 * n)) for _ in range(n)]
-    vc = [array("B", bytes(n)) for _ in range(n)]
-    hops = [array("H", bytes(2 * n)) for _ in range(n)]
-    out_port = net.out_port
-    for d in range(n):
-        nxt, cls = routing.next[d], routing.vclass[d]
-        for x, h in enumerate(ahead(net, nxt, d)):
-            c = nxt[x]
-            if c >= 0:
-                port[x][d] = out_port[c]
-                vc[x][d] = min(cls[x], top)
-                hops[x][d] = h
-    masks = routed.broadcast.masks
+    out_port = np.array(net.out_port, dtype=np.int64)
+    dst = np.array(net.dst, dtype=np.int64)
+    # Destination by row as routed, node by row in the tables: built a block of
+    # destinations at a time, then transposed.
+    port = np.zeros((n, n), dtype=np.uint16)
+    vc = np.zeros((n, n), dtype=np.uint8)
+    hops = np.zeros((n, n), dtype=np.uint16)
+    for start, stop in chunks(n, n):
+        nxt, cls = routing.matrices(start, stop)
+        hop = nxt >= 0
+        h, _ = walk(dst, nxt, np.arange(start, stop))
+        port[start:stop] = np.where(hop, out_port[np.maximum(nxt, 0)], 0)
+        vc[start:stop] = np.where(hop, np.minimum(cls, top), 0)
+        hops[start:stop] = np.where(hop, h, 0)
+    port, vc, hops = port.T.copy(), vc.T.copy(), hops.T.copy()
     detours: dict[int, list] = {}
     for (s, d), via in sorted(routing.multipath.items()):
         detours.setdefault(s, []).append((names[d], tuple(names[m] for m in via)))
-    classes = routed.broadcast.classes
     vc_bits = clog2(top + 1)
+    mvcs = _multicast_vcs(net, routed, top, vc_bits)
+    mask_rows = routed.broadcast.arrays()[0].T.tolist()
     tables = []
     for x in range(n):
         widths = Widths(id_bits, clog2(len(net.ports[x])), vc_bits, len(net.ports[x]))
         multipath = tuple(detours.get(x, ()))
-        mvcs = tuple(
-            sum(min(classes[s][c], top) << (out_port[c] * vc_bits) for c in net.out[x]
-                if masks[s][x] >> out_port[c] & 1) if classes else 0
-            for s in range(n))
         tables.append(NodeTable(names[x], ids[x], routing.algorithm, widths, net.ports[x],
-                                names, ids, port[x], vc[x], hops[x],
-                                tuple(masks[s][x] for s in range(n)), mvcs, multipath))
+                                names, ids, array("H", port[x].tobytes()),
+                                array("B", vc[x].tobytes()), array("H", hops[x].tobytes()),
+                                tuple(mask_rows[x]), mvcs[x] if mvcs is not None else
+                                _node_multicast_vcs(net, routed, x, top, vc_bits), multipath))
     return tables
+
+
+def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> list[tuple[int, ...]] | None:
+    """Per node, per source: the VC of every port a broadcast from the source leaves the node
+    on, packed ``vc_bits`` per port; None where that does not fit in int64 (a node with many
+    ports and VCs), for :func:`_node_multicast_vcs` to do one node at a time."""
+    n, channels = net.size, len(net.src)
+    ports = max(map(len, net.ports), default=1)
+    if ports * vc_bits > 62:
+        return None
+    if not routed.broadcast.classes:
+        return [(0,) * n for _ in range(n)]
+    masks, classes = routed.broadcast.arrays()
+    src = np.array(net.src, dtype=np.int64)
+    shift = np.array(net.out_port, dtype=np.int64)
+    packed = np.zeros((n, n), dtype=np.int64)  # source by row, node by column
+    for start, stop in chunks(n, channels):
+        block = masks[start:stop]
+        on = (block[:, src] >> shift & 1).astype(bool)
+        value = np.minimum(classes[start:stop], top).astype(np.int64) << shift * vc_bits
+        rows = np.repeat(np.arange(stop - start), channels) * n + np.tile(src, stop - start)
+        sums = np.bincount(rows, weights=np.where(on, value, 0).reshape(-1),
+                           minlength=(stop - start) * n) if vc_bits * ports <= 52 else None
+        if sums is None:  # past float64's exact integers
+            sums = np.zeros((stop - start) * n, dtype=np.int64)
+            np.add.at(sums, rows, np.where(on, value, 0).reshape(-1))
+        packed[start:stop] = sums.astype(np.int64).reshape(stop - start, n)
+    return [tuple(row) for row in packed.T.tolist()]
+
+
+def _node_multicast_vcs(net, routed: Routed, x: int, top: int,
+                        vc_bits: int) -> tuple[int, ...]:
+    masks, classes = routed.broadcast.masks, routed.broadcast.classes
+    out_port = net.out_port
+    return tuple(
+        sum(min(classes[s][c], top) << (out_port[c] * vc_bits) for c in net.out[x]
+            if masks[s][x] >> out_port[c] & 1) if classes else 0
+        for s in range(net.size))
 
 
 def to_json(table: NodeTable) -> dict:
