@@ -173,47 +173,40 @@ def node_tables(routed: Routed) -> list[NodeTable]:
         tables.append(NodeTable(names[x], ids[x], routing.algorithm, widths, net.ports[x],
                                 names, ids, array("H", port[x].tobytes()),
                                 array("B", vc[x].tobytes()), array("H", hops[x].tobytes()),
-                                tuple(mask_rows[x]), mvcs[x] if mvcs is not None else
-                                _node_multicast_vcs(net, routed, x, top, vc_bits), multipath))
+                                tuple(mask_rows[x]), mvcs[x], multipath))
     return tables
 
 
-def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> list[tuple[int, ...]] | None:
+def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> list[tuple[int, ...]]:
     """Per node, per source: the VC of every port a broadcast from the source leaves the node
-    on, packed ``vc_bits`` per port; None where that does not fit in int64 (a node with many
-    ports and VCs), for :func:`_node_multicast_vcs` to do one node at a time."""
+    on, packed ``vc_bits`` per port."""
     n, channels = net.size, len(net.src)
-    ports = max(map(len, net.ports), default=1)
-    if ports * vc_bits > 62:
-        return None
     if not routed.broadcast.classes:
         return [(0,) * n for _ in range(n)]
     masks, classes = routed.broadcast.arrays()
     src = np.array(net.src, dtype=np.int64)
-    shift = np.array(net.out_port, dtype=np.int64)
-    packed = np.zeros((n, n), dtype=np.int64)  # source by row, node by column
+    port = np.array(net.out_port, dtype=np.int64)
+    # Ports in groups whose VCs fit in a float64's exact integers, summed by a weighted
+    # count; the groups joined as Python ints only when a node has that many ports.
+    group = max(1, 52 // vc_bits)
+    groups = max(map(len, net.ports), default=1) // group + 1
+    packed = [np.zeros((n, n), dtype=np.int64) for _ in range(groups)]  # source by row
     for start, stop in chunks(n, channels):
         block = masks[start:stop]
-        on = (block[:, src] >> shift & 1).astype(bool)
-        value = np.minimum(classes[start:stop], top).astype(np.int64) << shift * vc_bits
+        on = (block[:, src] >> port & 1).astype(bool)
+        vcs = np.where(on, np.minimum(classes[start:stop], top), 0).astype(np.int64)
         rows = np.repeat(np.arange(stop - start), channels) * n + np.tile(src, stop - start)
-        sums = np.bincount(rows, weights=np.where(on, value, 0).reshape(-1),
-                           minlength=(stop - start) * n) if vc_bits * ports <= 52 else None
-        if sums is None:  # past float64's exact integers
-            sums = np.zeros((stop - start) * n, dtype=np.int64)
-            np.add.at(sums, rows, np.where(on, value, 0).reshape(-1))
-        packed[start:stop] = sums.astype(np.int64).reshape(stop - start, n)
-    return [tuple(row) for row in packed.T.tolist()]
-
-
-def _node_multicast_vcs(net, routed: Routed, x: int, top: int,
-                        vc_bits: int) -> tuple[int, ...]:
-    masks, classes = routed.broadcast.masks, routed.broadcast.classes
-    out_port = net.out_port
-    return tuple(
-        sum(min(classes[s][c], top) << (out_port[c] * vc_bits) for c in net.out[x]
-            if masks[s][x] >> out_port[c] & 1) if classes else 0
-        for s in range(net.size))
+        for g in range(groups):
+            mine = port // group == g
+            value = (vcs << (port % group) * vc_bits) * mine
+            packed[g][start:stop] = np.bincount(rows, weights=value.reshape(-1),
+                                                minlength=(stop - start) * n).reshape(-1, n)
+    total = packed[0].T
+    if groups > 1:
+        total = total.astype(object)
+        for g in range(1, groups):
+            total += packed[g].T.astype(object) << g * group * vc_bits
+    return [tuple(row) for row in total.tolist()]
 
 
 def to_json(table: NodeTable) -> dict:
