@@ -360,3 +360,33 @@ def _rule(rule: TreeRule):
         return max([int(rule.base[c])] + [int(rule.step[k]) + cls for k, cls in kids
                     if rule.line is None or rule.line[k] == rule.line[c]])
     return tree_class
+
+
+def tables_reference(routed) -> list[tuple]:
+    """Per node: port, VC and hop arrays, multicast masks and packed multicast VCs."""
+    net, routing = routed.net, routed.routing
+    n = net.size
+    top = routed.cluster.desc.network.vcs - 1
+    port = [array("H", bytes(2 * n)) for _ in range(n)]
+    vc = [array("B", bytes(n)) for _ in range(n)]
+    hops = [array("H", bytes(2 * n)) for _ in range(n)]
+    out_port = net.out_port
+    for d in range(n):
+        nxt, cls = routing.next[d], routing.vclass[d]
+        for x, h in enumerate(ahead(net, nxt, d)):
+            c = nxt[x]
+            if c >= 0:
+                port[x][d] = out_port[c]
+                vc[x][d] = min(cls[x], top)
+                hops[x][d] = h
+    masks = routed.broadcast.masks
+    classes = routed.broadcast.classes
+    vc_bits = max(1, top.bit_length())
+    tables = []
+    for x in range(n):
+        mvcs = tuple(
+            sum(min(classes[s][c], top) << (out_port[c] * vc_bits) for c in net.out[x]
+                if masks[s][x] >> out_port[c] & 1) if classes else 0
+            for s in range(n))
+        tables.append((port[x], vc[x], hops[x], tuple(masks[s][x] for s in range(n)), mvcs))
+    return tables

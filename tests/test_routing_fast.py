@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from optnet.lint import lint_file
+from optnet.routing import tables
 from optnet.routing.arrays import distinct, has_cycle, join, walk
 from optnet.routing.broadcast import plan_broadcast
 from optnet.routing.proof import Waits, describe_cycle, prove
+from optnet.routing.tables import node_tables
 
 from . import routing_reference as ref
 from .conftest import ROOT
@@ -120,6 +122,18 @@ def test_proof_is_the_old_one(tmp_path, name):
                     assert describe_cycle(net, proof)
     # the waits above close cycles on every network but the one-hop full one
     assert cycles or name == "full5"
+
+
+@pytest.mark.parametrize("name", ["torus6x6", "dragonfly 9,4,2", "full5", "random up_down"])
+def test_tables_are_the_old_ones(tmp_path, name, monkeypatch):
+    routed = _routed(tmp_path, name)
+    expected = ref.tables_reference(routed)
+    got = [(t.port, t.vc, t.hops, t.mask, t.mvcs) for t in node_tables(routed)]
+    assert got == expected
+    # two ports a group, as for nodes with more ports than a float64 holds VCs of
+    monkeypatch.setattr(tables, "_PACK_BITS", 2 * max(1, (routed.cluster.desc.network.vcs - 1)
+                                                      .bit_length()))
+    assert [t.mvcs for t in node_tables(routed)] == [row[4] for row in expected]
 
 
 def test_unicast_masks_of_a_full_network(tmp_path):

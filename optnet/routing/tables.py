@@ -177,6 +177,10 @@ def node_tables(routed: Routed) -> list[NodeTable]:
     return tables
 
 
+_PACK_BITS = 52
+"""Bits of multicast VCs summed at once: a float64's exact integers."""
+
+
 def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> list[tuple[int, ...]]:
     """Per node, per source: the VC of every port a broadcast from the source leaves the node
     on, packed ``vc_bits`` per port."""
@@ -188,7 +192,7 @@ def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> list[tuple[in
     port = np.array(net.out_port, dtype=np.int64)
     # Ports in groups whose VCs fit in a float64's exact integers, summed by a weighted
     # count; the groups joined as Python ints only when a node has that many ports.
-    group = max(1, 52 // vc_bits)
+    group = max(1, _PACK_BITS // vc_bits)
     groups = max(map(len, net.ports), default=1) // group + 1
     packed = [np.zeros((n, n), dtype=np.int64) for _ in range(groups)]  # source by row
     for start, stop in chunks(n, channels):
