@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from optnet.routing.algorithms import Routing, TreeRule
-from optnet.routing.arrays import chunks, matrix, walk
+from optnet.routing.arrays import chunks, matrix, transpose, walk
 from optnet.routing.network import LOCAL, Network
 
 __all__ = ["Broadcast", "plan_broadcast"]
@@ -87,7 +87,7 @@ def _route_trees(net: Network, routing: Routing) -> tuple[np.ndarray, np.ndarray
         hops[start:stop], last[start:stop] = walk(dst, nxt[start:stop], np.arange(start, stop))
     # Source by row from here: last[d, s] is the channel the tree of s reaches d on, and
     # hops[d, s] its depth there; and x's routes, so that the check reads within a row.
-    into, depth, routes = last.T.copy(), hops.T.copy(), nxt.T.copy()
+    into, depth, routes = transpose(last), transpose(hops), transpose(nxt)
     del last, hops, nxt
     for start, stop in chunks(n, n):
         x, d = np.nonzero(depth[start:stop] > 1)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optnet.emit.env import render_template
-from optnet.routing.arrays import chunks, walk
+from optnet.routing.arrays import chunks, transpose, walk
 from optnet.routing.route import Routed
 
 __all__ = ["NodeTable", "Widths", "node_tables", "render_c_header", "render_hex", "to_json"]
@@ -159,7 +159,7 @@ def node_tables(routed: Routed) -> list[NodeTable]:
         port[start:stop] = np.where(hop, out_port[np.maximum(nxt, 0)], 0)
         vc[start:stop] = np.where(hop, np.minimum(cls, top), 0)
         hops[start:stop] = np.where(hop, h, 0)
-    port, vc, hops = port.T.copy(), vc.T.copy(), hops.T.copy()
+    port, vc, hops = transpose(port), transpose(vc), transpose(hops)
     detours: dict[int, list] = {}
     for (s, d), via in sorted(routing.multipath.items()):
         detours.setdefault(s, []).append((names[d], tuple(names[m] for m in via)))
