@@ -16,7 +16,7 @@ import numpy as np
 
 __all__ = ["ROWS", "chunks", "distinct", "has_cycle", "join", "matrix", "transpose", "walk"]
 
-ROWS = 1 << 22
+ROWS = 1 << 20
 """Matrix entries one vectorised step handles at most: large enough that per-call overhead
 vanishes, small enough that an 8,192-node network's temporaries stay in the tens of MB."""
 
@@ -59,7 +59,7 @@ def walk(dst: np.ndarray, nxt: np.ndarray,
     last = np.empty((r, n), dtype=np.int32)
     # The walk scatters to every entry of its block in an order the routes set: blocks
     # that stay in the processor's cache run twice as fast as larger ones.
-    for start, stop in chunks(r, n, 1 << 18):
+    for start, stop in chunks(r, n, 1 << 20):
         hops[start:stop], last[start:stop] = _walk(dst, nxt[start:stop], targets[start:stop])
     return hops, last
 

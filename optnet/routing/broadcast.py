@@ -90,9 +90,9 @@ def _route_trees(net: Network, routing: Routing) -> tuple[np.ndarray, np.ndarray
     into, depth, routes = transpose(last), transpose(hops), transpose(nxt)
     del last, hops, nxt
     for start, stop in chunks(n, n):
-        x, d = np.nonzero(depth[start:stop] > 1)
-        p = src[into[start:stop][x, d]]
-        if (routes[start:stop][x, d] != routes[start:stop][x, p]).any():
+        mine = routes[start:stop]
+        before = src[np.maximum(into[start:stop], 0)]
+        if ((depth[start:stop] > 1) & (np.take_along_axis(mine, before, axis=1) != mine)).any():
             return None
     return into, depth
 
