@@ -51,6 +51,9 @@ class Broadcast:
     masks: tuple[tuple[int, ...], ...]
     note: str
     classes: tuple[array, ...] = ()
+    into: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """``into[s, d]``: the channel the tree of source ``s`` reaches node ``d`` on (-1 at
+    ``s``), where the plan is one tree per source; None for floods and fan-outs."""
     _arrays: tuple[np.ndarray, np.ndarray | None] | None = field(
         default=None, repr=False, compare=False)
 
@@ -166,7 +169,8 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
                 "replication waits are in the proof")
     masks, classes = _plan(net, *trees, rule)
     return Broadcast(mode, tuple(map(tuple, masks.tolist())), note,
-                     tuple(array("B", row.tobytes()) for row in classes), (masks, classes))
+                     tuple(array("B", row.tobytes()) for row in classes), trees[0],
+                     (masks, classes))
 
 
 def _plan(net: Network, into: np.ndarray, depth: np.ndarray,

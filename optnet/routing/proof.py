@@ -138,10 +138,12 @@ def prove(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
     slots = _Slots(net, ids)
     route, used = _route_edges(net, routing, vcs, waits, slots)
     tree = sibling = np.zeros(0, dtype=np.int64)
-    if broadcast is not None and broadcast.mode != "cascade":
+    if broadcast is not None and broadcast.into is not None and not waits.siblings:
+        tree = _tree_waits(net, broadcast, vcs - 1, waits, slots)
+    elif broadcast is not None and broadcast.mode != "cascade":
         tree, sibling = _branches(net, broadcast, vcs - 1, waits, slots)
-        heads = tree % big
-        used = distinct(np.concatenate([used, heads[heads < ids.links] >> 1]))
+    heads = tree % big
+    used = distinct(np.concatenate([used, heads[heads < ids.links] >> 1]))
     nodes = np.arange(net.size, dtype=np.int64)
     own = [2 * used * big + 2 * used + 1, ids.eject_w(nodes) * big + ids.eject_f(nodes)]
     own += [ids.inject_w(nodes) * big + ids.inject_f(nodes, v) for v in waits.inject_vcs]
@@ -279,6 +281,43 @@ class _Ids:
 
     def inject_f(self, n, v: int):
         return self.links + 3 * self.nodes + n * self.vcs + v
+
+
+def _tree_waits(net: Network, broadcast: Broadcast, top: int, waits: Waits,
+                slots: _Slots) -> np.ndarray:
+    """The waits of broadcast replication along trees given channel by channel
+    (:attr:`Broadcast.into`), as sorted edge codes: what :func:`_branches` finds from the
+    masks, with the tree channel into each node read from the table instead of joined."""
+    V, n, Q = slots.ids.vcs, net.size, slots.slots
+    src = slots.src
+    masks, classes = broadcast.arrays()
+    marks = slots.marks()
+    for start, stop in chunks(n, len(net.src)):
+        into = broadcast.into[start:stop].astype(np.int64)
+        tree, c = into >= 0, np.maximum(into, 0)
+        v = (np.minimum(np.take_along_axis(classes[start:stop], c, axis=1), top)
+             if classes is not None else np.zeros_like(c))
+        k, slot = c * V + v, slots.port[c] * V + v
+        # each tree channel waits for... what waits for it: the front of the tree channel
+        # into the node it leaves, or at the source (into it: none), the local input
+        up = src[c]
+        parent = np.take_along_axis(into, up, axis=1)
+        inner = tree & (parent >= 0)
+        marks[np.take_along_axis(k, up, axis=1)[inner] * Q + slot[inner]] = True
+        at_root = tree & (up == np.arange(start, stop)[:, None])
+        root = np.broadcast_to(np.arange(start, stop)[:, None], into.shape)[at_root]
+        for iv in waits.inject_vcs:
+            marks[slots.inject(root, iv) * Q + slot[at_root]] = True
+        # a node that delivers: the front of its tree channel waits for the local output,
+        # and a source that forwards and delivers too, its local input
+        local = (masks[start:stop] >> LOCAL & 1).astype(bool)
+        marks[k[local & tree] * Q] = True
+        rows = np.arange(stop - start)
+        forks = (masks[start:stop][rows, rows + start] >> 1 != 0).astype(bool)
+        sources = (rows + start)[local[rows, rows + start] & forks]
+        for iv in waits.inject_vcs:
+            marks[slots.inject(sources, iv) * Q] = True
+    return slots.edges(marks)
 
 
 def _branches(net: Network, broadcast: Broadcast, top: int, waits: Waits,
