@@ -79,7 +79,7 @@ def _walk(dst: np.ndarray, nxt: np.ndarray,
     order += (np.arange(r, dtype=np.int32) * np.int32(n))[:, None]
     order = order.reshape(-1)
     rows = np.repeat(np.arange(r, dtype=np.int32), n)
-    count = np.bincount(rows * np.int32(n + 1) + ahead, minlength=r * (n + 1))
+    count = np.bincount(rows * np.int32(n + 1) + ahead, minlength=r * (n + 1)).astype(np.int32)
     start = (np.cumsum(count) - count).astype(np.int32)
     hops = np.full(r * n, -1, dtype=np.int32)
     last = np.full(r * n, -1, dtype=np.int32)
@@ -88,10 +88,11 @@ def _walk(dst: np.ndarray, nxt: np.ndarray,
     depth = 0
     while level.size:
         key = level + level // n  # (row, node) as row * (n + 1) + node
-        kids = order[_ranges(start[key], count[key])]
+        many = count[key]
+        kids = order[_ranges(start[key], many)]
         depth += 1
         hops[kids] = depth
-        last[kids] = flat[kids] if depth == 1 else np.repeat(last[level], count[key])
+        last[kids] = flat[kids] if depth == 1 else np.repeat(last[level], many)
         level = kids
     return hops.reshape(r, n), last.reshape(r, n)
 
@@ -156,5 +157,6 @@ def has_cycle(tails: np.ndarray, heads: np.ndarray, vertices: int) -> bool:
 
 def _ranges(lo: np.ndarray, count: np.ndarray) -> np.ndarray:
     """The indices ``lo[0] .. lo[0] + count[0] - 1``, then those of the next range, ..."""
-    within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-    return np.repeat(lo, count) + within
+    ends = np.cumsum(count, dtype=lo.dtype)
+    within = np.arange(ends[-1] if len(ends) else 0, dtype=lo.dtype)
+    return within + np.repeat(lo - (ends - count), count)

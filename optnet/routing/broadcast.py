@@ -238,5 +238,7 @@ def _plan(net: Network, into: np.ndarray, depth: np.ndarray,
             inner = parent >= 0
             if rule.line is not None:
                 inner &= rule.line[np.where(inner, parent, 0)] == rule.line[ci]
-            np.maximum.at(offer, up[inner], rule.step[ci[inner]] + value[inner])
+            offered = rule.step[ci] + value
+            inner &= offered > 0  # offers start at 0: only the others can raise them
+            np.maximum.at(offer, up[inner], offered[inner])
     return masks, classes
