@@ -111,6 +111,10 @@ class Routing:
     multipath: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     tree: Callable[[int], dict[int, int]] | None = None
     tree_rule: TreeRule | None = None
+    walked: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False,
+                                                         compare=False)
+    """Hops and last channel of every route (:func:`~optnet.routing.arrays.walk`, one row
+    per destination), where the algorithm has computed them already."""
 
     def matrices(self, start: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """:attr:`next` and :attr:`vclass` of destinations ``start`` up to ``stop`` as
@@ -269,9 +273,9 @@ def _table(lists: dict[tuple[int, int], list[int]], shape: tuple[int, int]) -> _
 
 
 def _classes_by_remaining_all(dst: np.ndarray, nxt: np.ndarray,
-                              targets: np.ndarray) -> np.ndarray:
-    """:func:`_classes_by_remaining` of a block of routing table rows (int8 classes)."""
-    hops, _ = walk(dst, nxt, targets)
+                              hops: np.ndarray) -> np.ndarray:
+    """:func:`_classes_by_remaining` of a block of routing table rows (int8 classes), from
+    the routes' ``hops``."""
     after = np.take_along_axis(hops, dst[np.maximum(nxt, 0)], axis=1)
     return np.where(nxt >= 0, np.minimum(after, 127), 0).astype(np.int8)
 
@@ -490,6 +494,8 @@ def _dragonfly(net: Network) -> Routing:
     node = np.arange(net.size)
     nexts, classes, top = [], [], 0
     dst = np.array(net.dst)
+    hops = np.empty((net.size, net.size), dtype=np.int16)  # as broadcast keeps them
+    last = np.empty((net.size, net.size), dtype=np.int32)
     for start, stop in chunks(net.size, net.size):
         d = np.arange(start, stop)[:, None]
         gd = g_of[d]
@@ -501,14 +507,15 @@ def _dragonfly(net: Network) -> Routing:
         nxt = np.where(g_of[node] == gd, local[node, rank_of[d]],
                        np.where(count > 0, direct, local[node, rank_of[gateway]]))
         nxt[np.arange(stop - start), d[:, 0]] = -1
-        cls = _classes_by_remaining_all(dst, nxt, d[:, 0])
+        hops[start:stop], last[start:stop] = walk(dst, nxt, d[:, 0])
+        cls = _classes_by_remaining_all(dst, nxt, hops[start:stop])
         top = max(top, int(cls.max()))
         nexts += [array("i", r.astype(np.intc).tobytes()) for r in nxt]
         classes += [array("b", r.tobytes()) for r in cls]
     return Routing("dragonfly_minimal", nexts, classes, top + 1,
                    "minimal local-global-local paths; VC class = hops still ahead, so each "
                    "hop of a path uses a lower class than the one before",
-                   tree_rule=TreeRule.height(len(net.src)))
+                   tree_rule=TreeRule.height(len(net.src)), walked=(hops, last))
 
 
 def _hierarchical(net: Network) -> Routing:

@@ -84,10 +84,14 @@ def _route_trees(net: Network, routing: Routing) -> tuple[np.ndarray, np.ndarray
     n = net.size
     dst, src = np.array(net.dst, dtype=np.int64), np.array(net.src, dtype=np.int32)
     nxt, _ = routing.matrices()
-    last = np.empty((n, n), dtype=np.int32)
-    hops = np.empty((n, n), dtype=np.int16)
-    for start, stop in chunks(n, n):
-        hops[start:stop], last[start:stop] = walk(dst, nxt[start:stop], np.arange(start, stop))
+    if routing.walked is not None:
+        hops, last = routing.walked
+    else:
+        last = np.empty((n, n), dtype=np.int32)
+        hops = np.empty((n, n), dtype=np.int16)
+        for start, stop in chunks(n, n):
+            hops[start:stop], last[start:stop] = walk(dst, nxt[start:stop],
+                                                      np.arange(start, stop))
     # Source by row from here: last[d, s] is the channel the tree of s reaches d on, and
     # hops[d, s] its depth there; and x's routes, so that the check reads within a row.
     into, depth, routes = transpose(last), transpose(hops), transpose(nxt)

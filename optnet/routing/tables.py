@@ -155,7 +155,8 @@ def node_tables(routed: Routed) -> list[NodeTable]:
     for start, stop in chunks(n, n):
         nxt, cls = routing.matrices(start, stop)
         hop = nxt >= 0
-        h, _ = walk(dst, nxt, np.arange(start, stop))
+        h = (routing.walked[0][start:stop] if routing.walked is not None
+             else walk(dst, nxt, np.arange(start, stop))[0])
         port[start:stop] = np.where(hop, out_port[np.maximum(nxt, 0)], 0)
         vc[start:stop] = np.where(hop, np.minimum(cls, top), 0)
         hops[start:stop] = np.where(hop, h, 0)
