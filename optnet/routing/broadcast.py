@@ -172,7 +172,8 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
                 "breadth-first trees (VC class = height of the subtree below); the "
                 "replication waits are in the proof")
     masks, classes = _plan(net, *trees, rule)
-    return Broadcast(mode, tuple(map(tuple, masks.tolist())), note,
+    # row by row: one list of a whole large matrix costs twice the time and memory
+    return Broadcast(mode, tuple(tuple(row.tolist()) for row in masks), note,
                      tuple(array("B", row.tobytes()) for row in classes), trees[0],
                      (masks, classes))
 

@@ -166,7 +166,7 @@ def node_tables(routed: Routed) -> list[NodeTable]:
         detours.setdefault(s, []).append((names[d], tuple(names[m] for m in via)))
     vc_bits = clog2(top + 1)
     mvcs = _multicast_vcs(net, routed, top, vc_bits)
-    mask_rows = routed.broadcast.arrays()[0].T.tolist()
+    by_node = transpose(routed.broadcast.arrays()[0])
     tables = []
     for x in range(n):
         widths = Widths(id_bits, clog2(len(net.ports[x])), vc_bits, len(net.ports[x]))
@@ -174,7 +174,7 @@ def node_tables(routed: Routed) -> list[NodeTable]:
         tables.append(NodeTable(names[x], ids[x], routing.algorithm, widths, net.ports[x],
                                 names, ids, array("H", port[x].tobytes()),
                                 array("B", vc[x].tobytes()), array("H", hops[x].tobytes()),
-                                tuple(mask_rows[x]), mvcs[x], multipath))
+                                tuple(by_node[x].tolist()), mvcs[x], multipath))
     return tables
 
 
