@@ -206,8 +206,10 @@ class _Slots:
         return self.pairs + node * self.ids.vcs + v
 
     def marks(self, sibling: bool = False) -> np.ndarray:
+        """An empty bitmap, with one bit more at the end that is not a wait: where the
+        entries of a block that are not waits can be marked without being picked out."""
         waiters = self.pairs + self.n * self.ids.vcs
-        return np.zeros(self.n * self.slots ** 2 if sibling else waiters * self.slots,
+        return np.zeros((self.n * self.slots ** 2 if sibling else waiters * self.slots) + 1,
                         dtype=bool)
 
     def output(self, node: np.ndarray, slot: np.ndarray) -> np.ndarray:
@@ -220,7 +222,7 @@ class _Slots:
     def edges(self, marks: np.ndarray) -> np.ndarray:
         """The marked waits as sorted edge codes ``a * ids.size + b``."""
         V, ids = self.ids.vcs, self.ids
-        waiter, slot = np.divmod(np.flatnonzero(marks), self.slots)
+        waiter, slot = np.divmod(np.flatnonzero(marks[:-1]), self.slots)
         link = waiter < self.pairs
         inject = waiter - self.pairs
         node = np.where(link, self.dst[np.minimum(waiter, self.pairs - 1) // V], inject // V)
@@ -229,7 +231,7 @@ class _Slots:
 
     def sibling_edges(self, marks: np.ndarray) -> np.ndarray:
         """The marked sibling waits, ``W(a) -> F(b)`` for slots a, b of a node."""
-        node, pair = np.divmod(np.flatnonzero(marks), self.slots ** 2)
+        node, pair = np.divmod(np.flatnonzero(marks[:-1]), self.slots ** 2)
         a, b = np.divmod(pair, self.slots)
         # a branch's F is the vertex after its W (the local output's too)
         return np.sort(self.output(node, a) * self.ids.size + self.output(node, b) + 1)
@@ -241,23 +243,25 @@ def _route_edges(net: Network, routing: Routing, vcs: int, waits: Waits,
     use: each hop's front waits for the next hop's output VC (or the local output at the
     destination), and each node's injected packets wait for the first hop's."""
     V, top, n, Q = vcs, vcs - 1, net.size, slots.slots
-    marks, used = slots.marks(), np.zeros(slots.pairs, dtype=bool)
-    node = np.arange(n)[None, :]
+    marks, used = slots.marks(), np.zeros(slots.pairs + 1, dtype=bool)
+    # int32 indices: the bitmaps are small, and the blocks are not
+    port, dst = slots.port.astype(np.int32), slots.dst.astype(np.int32)
+    node = np.arange(n, dtype=np.int32)[None, :]
     for start, stop in chunks(n, n):
         nxt, cls = routing.matrices(start, stop)
         hop = nxt >= 0
-        c = np.where(hop, nxt, 0)
-        v = np.minimum(cls, top).astype(np.int64)
-        k, slot = c * V + v, slots.port[c] * V + v
-        then = slots.dst[c]
+        c = np.maximum(nxt, 0)
+        v = np.minimum(cls, top).astype(np.int32)
+        k, slot = c * V + v, port[c] * V + v
+        then = dst[c]
         onward = hop & (then != np.arange(start, stop)[:, None])
         # onward: the next hop's output at the next node; at the destination: slot 0
         then_slot = np.where(onward, np.take_along_axis(slot, then, axis=1), 0)
-        marks[k[hop] * Q + then_slot[hop]] = True
-        used[k[hop]] = True
+        marks[np.where(hop, k * Q + then_slot, len(marks) - 1)] = True
+        used[np.where(hop, k, slots.pairs)] = True
         for iv in waits.inject_vcs:
-            marks[slots.inject(np.broadcast_to(node, hop.shape)[hop], iv) * Q + slot[hop]] = True
-    return slots.edges(marks), np.flatnonzero(used)
+            marks[np.where(hop, slots.inject(node, iv) * Q + slot, len(marks) - 1)] = True
+    return slots.edges(marks), np.flatnonzero(used[:-1])
 
 
 class _Ids:
@@ -289,21 +293,22 @@ def _tree_waits(net: Network, broadcast: Broadcast, top: int, waits: Waits,
     (:attr:`Broadcast.into`), as sorted edge codes: what :func:`_branches` finds from the
     masks, with the tree channel into each node read from the table instead of joined."""
     V, n, Q = slots.ids.vcs, net.size, slots.slots
-    src = slots.src
+    src, port = slots.src.astype(np.int32), slots.port.astype(np.int32)
     masks, classes = broadcast.arrays()
     marks = slots.marks()
     for start, stop in chunks(n, len(net.src)):
-        into = broadcast.into[start:stop].astype(np.int64)
+        into = broadcast.into[start:stop].astype(np.int32)
         tree, c = into >= 0, np.maximum(into, 0)
         v = (np.minimum(np.take_along_axis(classes[start:stop], c, axis=1), top)
-             if classes is not None else np.zeros_like(c))
-        k, slot = c * V + v, slots.port[c] * V + v
-        # each tree channel waits for... what waits for it: the front of the tree channel
-        # into the node it leaves, or at the source (into it: none), the local input
+             .astype(np.int32) if classes is not None else np.zeros_like(c))
+        k, slot = c * V + v, port[c] * V + v
+        # What waits for each tree channel: the front of the tree channel into the node it
+        # leaves, or at the source, its local input.
         up = src[c]
         parent = np.take_along_axis(into, up, axis=1)
         inner = tree & (parent >= 0)
-        marks[np.take_along_axis(k, up, axis=1)[inner] * Q + slot[inner]] = True
+        waiter = np.take_along_axis(k, up, axis=1)
+        marks[np.where(inner, waiter * Q + slot, len(marks) - 1)] = True
         at_root = tree & (up == np.arange(start, stop)[:, None])
         root = np.broadcast_to(np.arange(start, stop)[:, None], into.shape)[at_root]
         for iv in waits.inject_vcs:
@@ -311,7 +316,7 @@ def _tree_waits(net: Network, broadcast: Broadcast, top: int, waits: Waits,
         # a node that delivers: the front of its tree channel waits for the local output,
         # and a source that forwards and delivers too, its local input
         local = (masks[start:stop] >> LOCAL & 1).astype(bool)
-        marks[k[local & tree] * Q] = True
+        marks[np.where(local & tree, k * Q, len(marks) - 1)] = True
         rows = np.arange(stop - start)
         forks = (masks[start:stop][rows, rows + start] >> 1 != 0).astype(bool)
         sources = (rows + start)[local[rows, rows + start] & forks]
