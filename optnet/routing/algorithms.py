@@ -380,12 +380,6 @@ def _grid(net: Network) -> Routing:
     at = np.array(coords, dtype=np.int32).reshape(net.size, D)
     sizes = np.array(dims, dtype=np.int32)
     node = np.arange(net.size, dtype=np.int32)[None, :]
-    # node by position: the mixed-radix number of its coordinates
-    stride = np.cumprod([1, *dims[:-1]]).astype(np.int32)
-    node_at = np.empty(int(np.prod(dims)), dtype=np.int32)
-    node_at[at @ stride] = np.arange(net.size)
-    hops = np.empty((net.size, net.size), dtype=np.int16)
-    last = np.empty((net.size, net.size), dtype=np.int32)
     nexts, classes = [], []
     dateline = False
     for start, stop in chunks(net.size, net.size):
@@ -412,8 +406,6 @@ def _grid(net: Network) -> Routing:
         nxt[here] = -1
         nexts += [array("i", r.tobytes()) for r in nxt.astype(np.intc)]
         classes += [array("b", r.tobytes()) for r in crosses.astype(np.int8)]
-        hops[start:stop], last[start:stop] = _grid_walk(at, t, sizes, wrap, stride, node_at,
-                                                        step)
     def ring_step(c: int) -> tuple[int, int, bool]:
         """Dimension, direction and whether ``c`` is its ring's wrap-around hop."""
         k = net.link(c).dim
@@ -436,39 +428,7 @@ def _grid(net: Network) -> Routing:
             "a hop is VC 1 until the packet has crossed the ring's dateline (wrap-around link) "
             "and VC 0 after, so neither VC holds a whole ring" if dateline else
             "dimension order on a mesh has no turn from a higher to a lower dimension")
-    return Routing("dimension_order", nexts, classes, needed, note, tree_rule=rule,
-                   walked=(hops, last))
-
-
-def _grid_walk(at: np.ndarray, t: np.ndarray, sizes: np.ndarray, wrap: bool,
-               stride: np.ndarray, node_at: np.ndarray,
-               step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~optnet.routing.arrays.walk` of dimension-order routes in closed form, for
-    destinations at coordinates ``t``: a route's hops are its ring or line distances, and it
-    enters the destination along the highest dimension in which they differ."""
-    r, n = len(t), len(at)
-    hops = np.zeros((r, n), dtype=np.int32)
-    high = np.full((r, n), -1, dtype=np.int32)
-    for j, size in enumerate(sizes.tolist()):
-        x, to = at[None, :, j], t[:, j, None]
-        forward = (to - x) % size
-        ring = wrap and size > 2
-        hops += np.minimum(forward, size - forward) if ring else np.abs(to - x)
-        np.copyto(high, j, where=x != to)
-    here = high < 0
-    high[here] = 0
-    x = at.reshape(-1)[np.arange(n, dtype=np.int32)[None, :] * len(sizes) + high]
-    to = t.reshape(-1)[np.arange(r, dtype=np.int32)[:, None] * len(sizes) + high]
-    size = sizes[high]
-    forward = (to - x) % size
-    # the direction the route takes in that dimension, as the routing chooses it
-    up = np.where(wrap & (size > 2),
-                  (2 * forward < size) | ((2 * forward == size) & (x % 2 == 0)), to > x)
-    before = (to - np.where(up, 1, -1)) % size  # coordinate of the node before the target
-    entry = node_at[(t @ stride)[:, None] + (before - to) * stride[high]]
-    last = step.reshape(-1)[(entry * len(sizes) + high) * 2 + up]
-    last[here] = -1
-    return hops, last
+    return Routing("dimension_order", nexts, classes, needed, note, tree_rule=rule)
 
 
 def _direct(net: Network) -> Routing:
