@@ -101,6 +101,10 @@ def test_routes_and_broadcast_trees_are_the_old_ones(tmp_path, name):
     tree = plan_broadcast(net, routing, "tree")
     assert tree.masks == masks
     assert _bytes(tree.classes) == _bytes(classes)
+    if routing.walked is not None:  # what the algorithm worked out on the way
+        nxt, _ = routing.matrices()
+        hops, last = walk(np.array(net.dst), nxt, np.arange(net.size))
+        assert (routing.walked[0] == hops).all() and (routing.walked[1] == last).all()
 
 
 @pytest.mark.parametrize("name", list(CASES))
