@@ -140,10 +140,13 @@ def _empty(n: int) -> tuple[array, array]:
 
 
 def _distances(net: Network, d: int, weight: Callable[[int], int] | None = None,
-               legal: Callable[[int], bool] | None = None) -> list[int | None]:
-    """Cost from every node to ``d`` over channels ``legal`` admits (BFS, or Dijkstra on
-    reversed channels with ``weight``)."""
-    into = net.into if legal is None else _into(net, legal)
+               legal: Callable[[int], bool] | None = None,
+               into: list[list[int]] | None = None) -> list[int | None]:
+    """Cost from every node to ``d`` over channels ``legal`` admits, or over ``into``
+    (each node's admitted channels in, :func:`_into`) (BFS, or Dijkstra on reversed channels
+    with ``weight``)."""
+    if into is None:
+        into = net.into if legal is None else _into(net, legal)
     dist: list[int | None] = [None] * net.size
     dist[d] = 0
     if weight is None:
@@ -302,27 +305,30 @@ def _up_down(net: Network) -> Routing:
     level = _distances(net, root)
     key = [(level[n] if level[n] is not None else net.size, n) for n in range(net.size)]
 
-    def up(c: int) -> bool:
-        return key[net.dst[c]] < key[net.src[c]]
+    # whether each channel goes up: looked up millions of times below
+    upward = [key[net.dst[c]] < key[net.src[c]] for c in range(len(net.src))]
 
     load = [0] * len(net.src)
     nexts, classes = [], []
+    # the same for every destination: the down channels into each node, the up channels out
+    downs = _into(net, lambda c: not upward[c])
+    ups_of = [[c for c in net.out[n] if upward[c]] for n in range(net.size)]
+    by_key = sorted(range(net.size), key=lambda n: key[n])
     for d in range(net.size):
         # Cost with down hops only, then up hops first where that is not possible.
-        down = _distances(net, d, legal=lambda c: not up(c))
+        down = _distances(net, d, into=downs)
         cost = list(down)
-        for n in sorted(range(net.size), key=lambda n: key[n]):
+        for n in by_key:
             if cost[n] is None:
-                ups = [cost[net.dst[c]] for c in net.out[n]
-                       if up(c) and cost[net.dst[c]] is not None]
+                ups = [cost[net.dst[c]] for c in ups_of[n] if cost[net.dst[c]] is not None]
                 cost[n] = 1 + min(ups) if ups else None
 
         def legal(n: int, c: int, down: list[int | None] = down) -> bool:
             # A node with a down-only path must take it (a packet may have arrived there on
             # a down hop, and the table cannot tell), to a node that has one too.
             if down[n] is None:
-                return up(c)
-            return not up(c) and down[net.dst[c]] is not None
+                return upward[c]
+            return not upward[c] and down[net.dst[c]] is not None
 
         nexts.append(_tree(net, d, cost, load, legal=legal))
         classes.append(array("b", [0] * net.size))
@@ -343,7 +349,7 @@ def _up_down(net: Network) -> Routing:
             for v in frontier:
                 for c in net.out[v]:
                     m = net.dst[c]
-                    if m not in seen and not up(c):
+                    if m not in seen and not upward[c]:
                         seen.add(m)
                         parent[m] = c
                         ahead_.append(m)
