@@ -148,6 +148,19 @@ def test_tables_are_the_old_ones(tmp_path, name, monkeypatch):
     assert [t.mvcs for t in node_tables(routed)] == [row[4] for row in expected]
 
 
+@pytest.mark.parametrize("name", ["torus6x6", "dragonfly 9,4,2", "full5"])
+def test_table_words_pack_every_entry(tmp_path, name):
+    for table in node_tables(_routed(tmp_path, name)):
+        unicast = [0] * (1 << table.widths.id_bits)
+        for entry in table.unicast:
+            unicast[entry.dst_id] = table.word(entry)
+        multicast = [0] * (1 << table.widths.id_bits)
+        for group in table.multicast:
+            multicast[group.source_id] = group.word(table.widths)
+        assert table.unicast_words() == unicast
+        assert table.multicast_words() == multicast
+
+
 def test_unicast_masks_of_a_full_network(tmp_path):
     routed = _routed(tmp_path, "full5")
     net = routed.net

@@ -123,16 +123,24 @@ class NodeTable:
 
     def unicast_words(self) -> list[int]:
         """The unicast table as memory words, indexed by destination id (0 = not valid)."""
-        words = [0] * (1 << self.widths.id_bits)
-        for entry in self.unicast:
-            words[entry.dst_id] = self.word(entry)
-        return words
+        # :meth:`word` of every entry, from the arrays: every node builds its tables for the
+        # hardware, and a million Entry objects took seconds at 1,024 nodes
+        w = self.widths
+        words = np.zeros(1 << w.id_bits, dtype=np.int64)
+        words[list(self.ids)] = ((1 << (w.port_bits + w.vc_bits))
+                                 | np.frombuffer(self.vc, dtype=np.uint8).astype(np.int64)
+                                 << w.port_bits
+                                 | np.frombuffer(self.port, dtype=np.uint16))
+        return words.tolist()
 
     def multicast_words(self) -> list[int]:
         """The multicast table as memory words, indexed by group (source) id."""
-        words = [0] * (1 << self.widths.id_bits)
-        for group in self.multicast:
-            words[group.source_id] = group.word(self.widths)
+        # Group.word of every group: the packed VCs of the node's ports above the mask
+        w = self.widths
+        vcs = (1 << (w.ports * w.vc_bits)) - 1
+        words = [0] * (1 << w.id_bits)
+        for i, (mask, packed) in enumerate(zip(self.mask, self.mvcs, strict=True)):
+            words[self.ids[i]] = (packed & vcs) << w.ports | mask
         return words
 
 
