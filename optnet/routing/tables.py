@@ -204,14 +204,26 @@ def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> list[tuple[in
     group = max(1, _PACK_BITS // vc_bits)
     groups = max(map(len, net.ports), default=1) // group + 1
     packed = [np.zeros((n, n), dtype=np.int64) for _ in range(groups)]  # source by row
-    for start, stop in chunks(n, channels):
-        block = masks[start:stop]
-        on = (block[:, src] >> port & 1).astype(bool)
-        vcs = np.where(on, np.minimum(classes[start:stop], top), 0).astype(np.int64)
-        rows = np.repeat(np.arange(stop - start), channels) * n + np.tile(src, stop - start)
+    into = routed.broadcast.into
+    for start, stop in chunks(n, n if into is not None else channels):
+        if into is not None:
+            # trees: the channel into each node is the one broadcast channel to look at
+            c = into[start:stop].astype(np.int64)
+            on = c >= 0
+            c = np.maximum(c, 0)
+            row = np.arange(stop - start)[:, None]
+            rows = (row * n + src[c]).reshape(-1)
+            vcs = np.where(on, np.minimum(classes[start:stop][row, c], top), 0).astype(np.int64)
+        else:
+            block = masks[start:stop]
+            c = np.broadcast_to(np.arange(channels), (stop - start, channels))
+            on = (block[:, src] >> port & 1).astype(bool)
+            vcs = np.where(on, np.minimum(classes[start:stop], top), 0).astype(np.int64)
+            rows = np.repeat(np.arange(stop - start), channels) * n + np.tile(src, stop - start)
+        port_c = port[c]
         for g in range(groups):
-            mine = port // group == g
-            value = (vcs << (port % group) * vc_bits) * mine
+            mine = port_c // group == g
+            value = (vcs << (port_c % group) * vc_bits) * mine
             packed[g][start:stop] = np.bincount(rows, weights=value.reshape(-1),
                                                 minlength=(stop - start) * n).reshape(-1, n)
     total = packed[0].T
