@@ -138,6 +138,11 @@ class NodeTable:
         # Group.word of every group: the packed VCs of the node's ports above the mask
         w = self.widths
         vcs = (1 << (w.ports * w.vc_bits)) - 1
+        if w.ports * (1 + w.vc_bits) < 63:  # the words fit in int64
+            words = np.zeros(1 << w.id_bits, dtype=np.int64)
+            words[list(self.ids)] = ((np.array(self.mvcs, dtype=np.int64) & vcs) << w.ports
+                                     | np.array(self.mask, dtype=np.int64))
+            return words.tolist()
         words = [0] * (1 << w.id_bits)
         for i, (mask, packed) in enumerate(zip(self.mask, self.mvcs, strict=True)):
             words[self.ids[i]] = (packed & vcs) << w.ports | mask
