@@ -57,6 +57,7 @@ CASES = {
     "torus4x4 shortest": (VC707, "topology: {kind: torus, dims: [4, 4]}\n", "shortest"),
     "torus4x4 up_down": (VC707, "topology: {kind: torus, dims: [4, 4]}\n", "up_down"),
     "full5": (OPTICS, "topology: {kind: full, nodes: 5}\n", ""),
+    "full22": (OPTICS, "topology: {kind: full, nodes: 22}\n", ""),  # 22 ports x 3 bits
     "dragonfly 5,2,2": (OPTICS, "topology: {kind: dragonfly, groups: 5, routers: 2, "
                                 "global_links: 2}\n", ""),
     "dragonfly 9,4,2": (OPTICS, "topology: {kind: dragonfly, groups: 9, routers: 4, "
@@ -148,7 +149,7 @@ def test_tables_are_the_old_ones(tmp_path, name, monkeypatch):
     assert [t.mvcs for t in node_tables(routed)] == [row[4] for row in expected]
 
 
-@pytest.mark.parametrize("name", ["torus6x6", "dragonfly 9,4,2", "full5"])
+@pytest.mark.parametrize("name", ["torus6x6", "dragonfly 9,4,2", "full5", "full22"])
 def test_table_words_pack_every_entry(tmp_path, name):
     for table in node_tables(_routed(tmp_path, name)):
         unicast = [0] * (1 << table.widths.id_bits)
