@@ -117,6 +117,7 @@ class _Elaborator:
         self.protos: dict[str, _Proto] = {}
         self.boards: dict[str, m.BoardDesc] = {}
         self.use: dict[tuple[str, str], list[str | None]] = {}
+        self.open_ports: dict[tuple[str, str, str | None], list[str]] = {}
         self.links: list[Link] = []
 
     def error(self, code: str, message: str, path: Path, *, key: bool = False,
@@ -388,10 +389,18 @@ class _Elaborator:
         node = pending.ends[side].node
         board, proto = self.boards[node], self.protos[node]
         wanted = pending.settings.get("lanes")
-        for pname in self._suitable(pending, node):
+        # The suitable ports depend only on the node and the link's kind, role and PHY; and
+        # lanes are never given back, so a full port stays full: the cached list drops them
+        # as they fill, and the last links of a large cluster do not rescan every port.
+        key = (node, pending.role, pending.settings.get("phy"))
+        if key not in self.open_ports:
+            self.open_ports[key] = self._suitable(pending, node)
+        ports = self.open_ports[key]
+        for pname in list(ports):
             lanes = self._lanes(node, pname)
             if lanes and None not in lanes:
-                continue  # full, as most ports of a large cluster are when its last links come
+                ports.remove(pname)
+                continue
             port = board.ports[pname]
             if port.onboard and pending.role == "intra":
                 per = self.desc.topology.per_enclosure
