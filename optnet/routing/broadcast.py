@@ -92,6 +92,7 @@ def _route_trees(net: Network, routing: Routing) -> tuple[np.ndarray, np.ndarray
         for start, stop in chunks(n, n):
             hops[start:stop], last[start:stop] = walk(dst, nxt[start:stop],
                                                       np.arange(start, stop))
+        routing.walked = hops, last  # for the tables
     # Source by row from here: last[d, s] is the channel the tree of s reaches d on, and
     # hops[d, s] its depth there; and x's routes, so that the check reads within a row.
     into, depth, routes = transpose(last), transpose(hops), transpose(nxt)

@@ -22,7 +22,7 @@ least 1. Hex files hold one entry per line, zero-padded to whole hex digits.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -99,6 +99,10 @@ class NodeTable:
     mask: tuple[int, ...]
     mvcs: tuple[int, ...]
     multipath: tuple[tuple[str, tuple[str, ...]], ...]
+    _rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
+        default=None, repr=False, compare=False)
+    """``ids``, ``mask`` and ``mvcs`` as int64 arrays, where :func:`node_tables` had them
+    (the words of 8,192 tables are 67 million entries: not one Python int at a time)."""
 
     @property
     def unicast(self) -> tuple[Entry, ...]:
@@ -127,10 +131,10 @@ class NodeTable:
         # hardware, and a million Entry objects took seconds at 1,024 nodes
         w = self.widths
         words = np.zeros(1 << w.id_bits, dtype=np.int64)
-        words[list(self.ids)] = ((1 << (w.port_bits + w.vc_bits))
-                                 | np.frombuffer(self.vc, dtype=np.uint8).astype(np.int64)
-                                 << w.port_bits
-                                 | np.frombuffer(self.port, dtype=np.uint16))
+        ids = self._rows[0] if self._rows is not None else list(self.ids)
+        words[ids] = ((1 << (w.port_bits + w.vc_bits))
+                      | np.frombuffer(self.vc, dtype=np.uint8).astype(np.int64) << w.port_bits
+                      | np.frombuffer(self.port, dtype=np.uint16))
         return words.tolist()
 
     def multicast_words(self) -> list[int]:
@@ -139,9 +143,10 @@ class NodeTable:
         w = self.widths
         vcs = (1 << (w.ports * w.vc_bits)) - 1
         if w.ports * (1 + w.vc_bits) < 63:  # the words fit in int64
+            ids, mask, mvcs = self._rows or (list(self.ids), np.array(self.mask, np.int64),
+                                             np.array(self.mvcs, np.int64))
             words = np.zeros(1 << w.id_bits, dtype=np.int64)
-            words[list(self.ids)] = ((np.array(self.mvcs, dtype=np.int64) & vcs) << w.ports
-                                     | np.array(self.mask, dtype=np.int64))
+            words[ids] = (mvcs & vcs) << w.ports | mask
             return words.tolist()
         words = [0] * (1 << w.id_bits)
         for i, (mask, packed) in enumerate(zip(self.mask, self.mvcs, strict=True)):
@@ -180,14 +185,18 @@ def node_tables(routed: Routed) -> list[NodeTable]:
     vc_bits = clog2(top + 1)
     mvcs = _multicast_vcs(net, routed, top, vc_bits)
     by_node = transpose(routed.broadcast.arrays()[0])
+    exact = by_node.dtype != object and mvcs.dtype != object
+    id_row = np.array(ids, dtype=np.int64)
     tables = []
     for x in range(n):
         widths = Widths(id_bits, clog2(len(net.ports[x])), vc_bits, len(net.ports[x]))
         multipath = tuple(detours.get(x, ()))
+        rows = (id_row, by_node[x].astype(np.int64), mvcs[x]) if exact else None
         tables.append(NodeTable(names[x], ids[x], routing.algorithm, widths, net.ports[x],
                                 names, ids, array("H", port[x].tobytes()),
                                 array("B", vc[x].tobytes()), array("H", hops[x].tobytes()),
-                                tuple(by_node[x].tolist()), mvcs[x], multipath))
+                                tuple(by_node[x].tolist()), tuple(mvcs[x].tolist()),
+                                multipath, rows))
     return tables
 
 
@@ -195,12 +204,12 @@ _PACK_BITS = 52
 """Bits of multicast VCs summed at once: a float64's exact integers."""
 
 
-def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> list[tuple[int, ...]]:
-    """Per node, per source: the VC of every port a broadcast from the source leaves the node
-    on, packed ``vc_bits`` per port."""
+def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> np.ndarray:
+    """Per node (row), per source: the VC of every port a broadcast from the source leaves
+    the node on, packed ``vc_bits`` per port (int64, or Python ints past 63 bits)."""
     n, channels = net.size, len(net.src)
     if not routed.broadcast.classes:
-        return [(0,) * n for _ in range(n)]
+        return np.zeros((n, n), dtype=np.int64)
     masks, classes = routed.broadcast.arrays()
     src = np.array(net.src, dtype=np.int64)
     port = np.array(net.out_port, dtype=np.int64)
@@ -231,12 +240,12 @@ def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> list[tuple[in
             value = (vcs << (port_c % group) * vc_bits) * mine
             packed[g][start:stop] = np.bincount(rows, weights=value.reshape(-1),
                                                 minlength=(stop - start) * n).reshape(-1, n)
-    total = packed[0].T
+    total = transpose(packed[0])
     if groups > 1:
         total = total.astype(object)
         for g in range(1, groups):
-            total += packed[g].T.astype(object) << g * group * vc_bits
-    return [tuple(row) for row in total.tolist()]
+            total += transpose(packed[g]).astype(object) << g * group * vc_bits
+    return total
 
 
 def to_json(table: NodeTable) -> dict:
