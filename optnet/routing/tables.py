@@ -101,7 +101,7 @@ class NodeTable:
     multipath: tuple[tuple[str, tuple[str, ...]], ...]
     _rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
         default=None, repr=False, compare=False)
-    """``ids``, ``mask`` and ``mvcs`` as int64 arrays, where :func:`node_tables` had them
+    """``ids``, ``mask`` and ``mvcs`` as integer arrays, where :func:`node_tables` had them
     (the words of 8,192 tables are 67 million entries: not one Python int at a time)."""
 
     @property
@@ -191,7 +191,7 @@ def node_tables(routed: Routed) -> list[NodeTable]:
     for x in range(n):
         widths = Widths(id_bits, clog2(len(net.ports[x])), vc_bits, len(net.ports[x]))
         multipath = tuple(detours.get(x, ()))
-        rows = (id_row, by_node[x].astype(np.int64), mvcs[x]) if exact else None
+        rows = (id_row, by_node[x], mvcs[x]) if exact else None
         tables.append(NodeTable(names[x], ids[x], routing.algorithm, widths, net.ports[x],
                                 names, ids, array("H", port[x].tobytes()),
                                 array("B", vc[x].tobytes()), array("H", hops[x].tobytes()),
