@@ -10,6 +10,7 @@ deterministic and a hand-written link always keeps the lanes it asked for.
 
 from __future__ import annotations
 
+import gc
 import re
 from dataclasses import dataclass, field, replace
 
@@ -92,6 +93,19 @@ def _layers(*layers: m.LinkSettings | m.PortSettings | None) -> dict:
     return out
 
 
+def _free_run(lanes: list[str | None], count: int) -> int | None:
+    """The first lane of the lowest run of ``count`` free lanes, or None."""
+    if count <= 0:
+        return 0
+    # One pass: the first run to reach ``count`` free lanes ends earliest, so starts lowest.
+    run = 0
+    for i, user in enumerate(lanes):
+        run = run + 1 if user is None else 0
+        if run == count:
+            return i - count + 1
+    return None
+
+
 class _Elaborator:
     def __init__(self, desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary,
                  broken: frozenset[str]) -> None:
@@ -103,6 +117,7 @@ class _Elaborator:
         self.protos: dict[str, _Proto] = {}
         self.boards: dict[str, m.BoardDesc] = {}
         self.use: dict[tuple[str, str], list[str | None]] = {}
+        self.open_ports: dict[tuple[str, str, str | None], list[str]] = {}
         self.links: list[Link] = []
 
     def error(self, code: str, message: str, path: Path, *, key: bool = False,
@@ -374,17 +389,26 @@ class _Elaborator:
         node = pending.ends[side].node
         board, proto = self.boards[node], self.protos[node]
         wanted = pending.settings.get("lanes")
-        for pname in self._suitable(pending, node):
+        # The suitable ports depend only on the node and the link's kind, role and PHY; and
+        # lanes are never given back, so a full port stays full: the cached list drops them
+        # as they fill, and the last links of a large cluster do not rescan every port.
+        key = (node, pending.role, pending.settings.get("phy"))
+        if key not in self.open_ports:
+            self.open_ports[key] = self._suitable(pending, node)
+        ports = self.open_ports[key]
+        for pname in list(ports):
+            lanes = self._lanes(node, pname)
+            if lanes and None not in lanes:
+                ports.remove(pname)
+                continue
             port = board.ports[pname]
             if port.onboard and pending.role == "intra":
                 per = self.desc.topology.per_enclosure
                 mine, theirs = proto.position, self.protos[peer].position
                 if (mine + port.onboard.peer_offset) % per != theirs:
                     continue
-            lanes = self._lanes(node, pname)
             count = wanted or len(lanes)
-            start = next((s for s in range(len(lanes) - count + 1)
-                          if all(lanes[i] is None for i in range(s, s + count))), None)
+            start = _free_run(lanes, count)
             if start is not None:
                 return _EndSpec(node, pname, start, start + count - 1, ("topology",))
         return None
@@ -554,5 +578,14 @@ def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary, *,
         when there are no nodes at all or too many.
     """
     elaborator = _Elaborator(desc, smap, library, broken)
-    cluster = elaborator.run()
+    # Tens of thousands of links, ends and settings, none in a reference cycle: the cyclic
+    # garbage collector's full passes over them cost a third of a large cluster's
+    # elaboration and free nothing.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        cluster = elaborator.run()
+    finally:
+        if collecting:
+            gc.enable()
     return cluster, elaborator.diags

@@ -33,13 +33,47 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from optnet.routing.arrays import chunks, matrix, walk
 from optnet.routing.network import Network
 
-__all__ = ["ALGORITHMS", "NotApplicable", "Routing", "ahead", "height_class", "pick_auto"]
+__all__ = ["ALGORITHMS", "NotApplicable", "Routing", "TreeRule", "ahead", "pick_auto"]
 
 
 class NotApplicable(Exception):
     """The algorithm cannot route this cluster; the message says why."""
+
+
+@dataclass(frozen=True)
+class TreeRule:
+    """How the VC class of a broadcast tree channel follows from the channels below it.
+
+    The class of tree channel ``c`` is the largest of ``base[c]`` and, over its child
+    channels ``k`` (those leaving the node ``c`` leads to) on the same :attr:`line`,
+    ``step[k] + class(k)``; leaves are ``base[c]``.
+
+    Attributes
+    ----------
+    base, step : ndarray of int, one entry per channel
+    line : ndarray of int or None
+        Only children with ``line[k] == line[c]`` count; None: every child counts.
+    """
+
+    base: np.ndarray
+    step: np.ndarray
+    line: np.ndarray | None = None
+
+    @classmethod
+    def height(cls, channels: int) -> TreeRule:
+        """Hops-ahead classes: the highest class of a tree channel is the height below it."""
+        return cls(np.zeros(channels, dtype=np.int32), np.ones(channels, dtype=np.int32))
+
+    @classmethod
+    def flat(cls, channels: int) -> TreeRule:
+        """Every tree channel in class 0."""
+        zero = np.zeros(channels, dtype=np.int32)
+        return cls(zero, zero)
 
 
 @dataclass
@@ -63,11 +97,10 @@ class Routing:
     tree : callable or None
         ``tree(s)``: parent channel of every node in a broadcast tree from ``s`` that obeys
         the algorithm's own turn rules (all in VC class 0), where the algorithm has one.
-    tree_class : callable or None
-        ``tree_class(c, kids)``: the VC class a broadcast tree channel ``c`` must use so that
-        it matches every unicast route it stands in for, from its child channels and their
-        classes ``kids`` (computed leaves first). For a tree made of unicast routes this is
-        the highest class any of those routes gives ``c``.
+    tree_rule : TreeRule or None
+        The VC class a broadcast tree channel must use so that it matches every unicast
+        route it stands in for (for a tree made of unicast routes, the highest class any of
+        those routes gives it); None: the height of the subtree below it.
     """
 
     algorithm: str
@@ -77,7 +110,17 @@ class Routing:
     note: str
     multipath: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     tree: Callable[[int], dict[int, int]] | None = None
-    tree_class: Callable[[int, list[tuple[int, int]]], int] | None = None
+    tree_rule: TreeRule | None = None
+    walked: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False,
+                                                         compare=False)
+    """Hops and last channel of every route (:func:`~optnet.routing.arrays.walk`, one row
+    per destination), where the algorithm has computed them already."""
+
+    def matrices(self, start: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`next` and :attr:`vclass` of destinations ``start`` up to ``stop`` as
+        matrices (row = destination, column = node)."""
+        return (matrix(self.next[start:stop], np.intc),
+                matrix(self.vclass[start:stop], np.int8))
 
     def path(self, net: Network, s: int, d: int) -> list[int]:
         """Channels from ``s`` to ``d`` (empty when ``s == d``); raises if unreachable."""
@@ -97,10 +140,13 @@ def _empty(n: int) -> tuple[array, array]:
 
 
 def _distances(net: Network, d: int, weight: Callable[[int], int] | None = None,
-               legal: Callable[[int], bool] | None = None) -> list[int | None]:
-    """Cost from every node to ``d`` over channels ``legal`` admits (BFS, or Dijkstra on
-    reversed channels with ``weight``)."""
-    into = net.into if legal is None else _into(net, legal)
+               legal: Callable[[int], bool] | None = None,
+               into: list[list[int]] | None = None) -> list[int | None]:
+    """Cost from every node to ``d`` over channels ``legal`` admits, or over ``into``
+    (each node's admitted channels in, :func:`_into`) (BFS, or Dijkstra on reversed channels
+    with ``weight``)."""
+    if into is None:
+        into = net.into if legal is None else _into(net, legal)
     dist: list[int | None] = [None] * net.size
     dist[d] = 0
     if weight is None:
@@ -211,9 +257,30 @@ def _classes_by_remaining(net: Network, nxt: array, d: int,
     return cls, max(cls, default=0)
 
 
-def height_class(c: int, kids: list[tuple[int, int]]) -> int:
-    """Hops-ahead classes: the highest class of a tree channel is the height below it."""
-    return max((1 + k for _, k in kids), default=0)
+@dataclass
+class _Table:
+    """A dict of lists as arrays: ``items[key][i]`` (-2 past the end) and ``count[key]``."""
+
+    items: np.ndarray
+    count: np.ndarray
+
+
+def _table(lists: dict[tuple[int, int], list[int]], shape: tuple[int, int]) -> _Table:
+    width = max(map(len, lists.values()), default=1)
+    items = np.full((*shape, width), -2, dtype=np.intc)
+    count = np.zeros(shape, dtype=np.intc)
+    for key, values in lists.items():
+        items[key][:len(values)] = values
+        count[key] = len(values)
+    return _Table(items, count)
+
+
+def _classes_by_remaining_all(dst: np.ndarray, nxt: np.ndarray,
+                              hops: np.ndarray) -> np.ndarray:
+    """:func:`_classes_by_remaining` of a block of routing table rows (int8 classes), from
+    the routes' ``hops``."""
+    after = np.take_along_axis(hops, dst[np.maximum(nxt, 0)], axis=1)
+    return np.where(nxt >= 0, np.minimum(after, 127), 0).astype(np.int8)
 
 
 def _shortest(net: Network) -> Routing:
@@ -229,7 +296,7 @@ def _shortest(net: Network) -> Routing:
     return Routing("shortest", nexts, classes, top + 1,
                    "VC class = hops still ahead, so classes strictly decrease along every "
                    "path and no dependency cycle can form within or across classes",
-                   tree_class=height_class)
+                   tree_rule=TreeRule.height(len(net.src)))
 
 
 def _up_down(net: Network) -> Routing:
@@ -238,27 +305,30 @@ def _up_down(net: Network) -> Routing:
     level = _distances(net, root)
     key = [(level[n] if level[n] is not None else net.size, n) for n in range(net.size)]
 
-    def up(c: int) -> bool:
-        return key[net.dst[c]] < key[net.src[c]]
+    # whether each channel goes up: looked up millions of times below
+    upward = [key[net.dst[c]] < key[net.src[c]] for c in range(len(net.src))]
 
     load = [0] * len(net.src)
     nexts, classes = [], []
+    # the same for every destination: the down channels into each node, the up channels out
+    downs = _into(net, lambda c: not upward[c])
+    ups_of = [[c for c in net.out[n] if upward[c]] for n in range(net.size)]
+    by_key = sorted(range(net.size), key=lambda n: key[n])
     for d in range(net.size):
         # Cost with down hops only, then up hops first where that is not possible.
-        down = _distances(net, d, legal=lambda c: not up(c))
+        down = _distances(net, d, into=downs)
         cost = list(down)
-        for n in sorted(range(net.size), key=lambda n: key[n]):
+        for n in by_key:
             if cost[n] is None:
-                ups = [cost[net.dst[c]] for c in net.out[n]
-                       if up(c) and cost[net.dst[c]] is not None]
+                ups = [cost[net.dst[c]] for c in ups_of[n] if cost[net.dst[c]] is not None]
                 cost[n] = 1 + min(ups) if ups else None
 
         def legal(n: int, c: int, down: list[int | None] = down) -> bool:
             # A node with a down-only path must take it (a packet may have arrived there on
             # a down hop, and the table cannot tell), to a node that has one too.
             if down[n] is None:
-                return up(c)
-            return not up(c) and down[net.dst[c]] is not None
+                return upward[c]
+            return not upward[c] and down[net.dst[c]] is not None
 
         nexts.append(_tree(net, d, cost, load, legal=legal))
         classes.append(array("b", [0] * net.size))
@@ -279,7 +349,7 @@ def _up_down(net: Network) -> Routing:
             for v in frontier:
                 for c in net.out[v]:
                     m = net.dst[c]
-                    if m not in seen and not up(c):
+                    if m not in seen and not upward[c]:
                         seen.add(m)
                         parent[m] = c
                         ahead_.append(m)
@@ -302,42 +372,46 @@ def _grid(net: Network) -> Routing:
             "hypercube": lambda: [2] * topo.dimension}.get(kind, lambda: list(topo.dims))()
     wrap = kind in ("ring", "torus")
     coords = [node.coords for node in cluster.nodes]
-    step: dict[tuple[int, int, int], int] = {}
+    # step[n, k, 0 or 1]: the channel from n one hop down or up dimension k
+    step = np.full((net.size, len(dims), 2), -2, dtype=np.intc)
     for c in range(len(net.src)):
         link = net.link(c)
         a, b = coords[net.src[c]], coords[net.dst[c]]
         k = link.dim
         delta = (b[k] - a[k]) % dims[k]
-        step[(net.src[c], k, 1 if delta == 1 else -1)] = c
+        step[net.src[c], k, 1 if delta == 1 else 0] = c
         if dims[k] == 2:  # one link serves both directions
-            step[(net.src[c], k, -1)] = c
+            step[net.src[c], k, 0] = c
+    D = len(dims)
+    at = np.array(coords, dtype=np.int32).reshape(net.size, D)
+    sizes = np.array(dims, dtype=np.int32)
+    node = np.arange(net.size, dtype=np.int32)[None, :]
     nexts, classes = [], []
     dateline = False
-    for d in range(net.size):
-        nxt, cls = _empty(net.size)
-        nxt[d] = -1
-        t = coords[d]
-        for n in range(net.size):
-            x = coords[n]
-            k = next((k for k in range(len(dims)) if x[k] != t[k]), None)
-            if k is None:
-                continue
-            size = dims[k]
-            if wrap and size > 2:
-                forward = (t[k] - x[k]) % size
-                # Half-way round an even ring: even coordinates go up, odd go down, which
-                # balances the two directions; one hop on, the tie is gone, so the choice
-                # stays a function of (node, destination).
-                tie = 2 * forward == size
-                direction = 1 if 2 * forward < size or (tie and x[k] % 2 == 0) else -1
-                crosses = t[k] < x[k] if direction == 1 else t[k] > x[k]
-                cls[n] = 1 if crosses else 0
-                dateline = dateline or crosses
-            else:
-                direction = 1 if t[k] > x[k] else -1
-            nxt[n] = step[(n, k, direction)]
-        nexts.append(nxt)
-        classes.append(cls)
+    for start, stop in chunks(net.size, net.size):
+        t = at[start:stop]
+        # the lowest dimension in which node and destination differ (-1: the destination)
+        k = np.full((stop - start, net.size), -1, dtype=np.int32)
+        for j in reversed(range(D)):
+            np.copyto(k, j, where=at[None, :, j] != t[:, j, None])
+        here = k < 0
+        k[here] = 0
+        x = at.reshape(-1)[node * D + k]
+        to = t.reshape(-1)[np.arange(stop - start, dtype=np.int32)[:, None] * D + k]
+        size = sizes[k]
+        ring = wrap & (size > 2)
+        forward = (to - x) % size
+        # Half-way round an even ring: even coordinates go up, odd go down, which balances
+        # the two directions; one hop on, the tie is gone, so the choice stays a function
+        # of (node, destination).
+        up = np.where(ring, (2 * forward < size) | ((2 * forward == size) & (x % 2 == 0)),
+                      to > x)
+        crosses = ring & np.where(up, to < x, to > x)
+        dateline = dateline or bool(crosses.any())
+        nxt = step.reshape(-1)[(node * D + k) * 2 + up]
+        nxt[here] = -1
+        nexts += [array("i", r.tobytes()) for r in nxt.astype(np.intc)]
+        classes += [array("b", r.tobytes()) for r in crosses.astype(np.int8)]
     def ring_step(c: int) -> tuple[int, int, bool]:
         """Dimension, direction and whether ``c`` is its ring's wrap-around hop."""
         k = net.link(c).dim
@@ -349,20 +423,18 @@ def _grid(net: Network) -> Routing:
         return k, 1 if up else -1, (a == size - 1 and b == 0) or (a == 0 and b == size - 1)
 
     steps = [ring_step(c) for c in range(len(net.src))]
-
-    def tree_class(c: int, kids: list[tuple[int, int]]) -> int:
-        # Class 1 while the broadcast still has to cross this ring's wrap-around link: at the
-        # link itself, or before a child on the same ring in the same direction that does.
-        k, direction, wraps = steps[c]
-        return int(wraps or any(cls and steps[child][:2] == (k, direction)
-                                for child, cls in kids))
+    # Class 1 while the broadcast still has to cross this ring's wrap-around link: at the
+    # link itself, or before a child on the same ring in the same direction that does.
+    rule = TreeRule(np.array([wraps for _, _, wraps in steps], dtype=np.int32),
+                    np.zeros(len(steps), dtype=np.int32),
+                    np.array([3 * k + direction + 1 for k, direction, _ in steps], dtype=np.int32))
 
     needed = 2 if dateline else 1
     note = ("dimension order removes turns from higher to lower dimensions; on each torus ring "
             "a hop is VC 1 until the packet has crossed the ring's dateline (wrap-around link) "
             "and VC 0 after, so neither VC holds a whole ring" if dateline else
             "dimension order on a mesh has no turn from a higher to a lower dimension")
-    return Routing("dimension_order", nexts, classes, needed, note, tree_class=tree_class)
+    return Routing("dimension_order", nexts, classes, needed, note, tree_rule=rule)
 
 
 def _direct(net: Network) -> Routing:
@@ -387,7 +459,7 @@ def _direct(net: Network) -> Routing:
         classes.append(cls)
     routing = Routing("direct", nexts, classes, 1,
                       "every path is one hop, so no channel waits on another",
-                      tree_class=lambda c, kids: 0)
+                      tree_rule=TreeRule.flat(len(net.src)))
     if net.cluster.desc.routing.multipath is not None:
         # OPTWEB §3.4: the intermediate stores the data in memory before forwarding, so the
         # two hops of a detour never hold a channel while waiting for the next.
@@ -401,40 +473,55 @@ def _dragonfly(net: Network) -> Routing:
     if cluster.topology != "dragonfly" or not cluster.generated:
         raise NotApplicable("minimal dragonfly routing needs a generated dragonfly topology")
     group = [node.group for node in cluster.nodes]
-    local: dict[tuple[int, int], int] = {}
+    groups = max(group) + 1
+    # local[n, i]: the first channel from n to the i-th node of its group; options[n, g]:
+    # n's channels into group g; gateways[g, h]: the routers of group g with such channels
+    rank = [0] * net.size
+    members: dict[int, list[int]] = {}
+    for v, g in enumerate(group):
+        rank[v] = len(members.setdefault(g, []))
+        members[g].append(v)
+    local = np.full((net.size, max(map(len, members.values()))), -2, dtype=np.intc)
     globals_: dict[tuple[int, int], list[int]] = {}
-    for c in range(len(net.src)):
+    for c in reversed(range(len(net.src))):  # the first channel of a pair wins
         s, t = net.src[c], net.dst[c]
         if group[s] == group[t]:
-            local.setdefault((s, t), c)
-        else:
+            local[s, rank[t]] = c
+    for c in range(len(net.src)):
+        s, t = net.src[c], net.dst[c]
+        if group[s] != group[t]:
             globals_.setdefault((s, group[t]), []).append(c)
     gateways: dict[tuple[int, int], list[int]] = {}
     for s, g in sorted(globals_):
         gateways.setdefault((group[s], g), []).append(s)
-    nexts, classes = [], []
-    for d in range(net.size):
-        nxt, _ = _empty(net.size)
-        nxt[d] = -1
-        gd = group[d]
-        for n in range(net.size):
-            if n == d:
-                continue
-            if group[n] == gd:
-                nxt[n] = local[(n, d)]
-            elif (n, gd) in globals_:
-                options = globals_[(n, gd)]
-                nxt[n] = options[d % len(options)]
-            else:
-                routers = gateways[(group[n], gd)]
-                nxt[n] = local[(n, routers[d % len(routers)])]
-        cls, _ = _classes_by_remaining(net, nxt, d)
-        nexts.append(nxt)
-        classes.append(cls)
-    top = max(max(c) for c in classes) if classes else 0
+    options = _table(globals_, (net.size, groups))
+    via = _table(gateways, (groups, groups))
+    g_of, rank_of = np.array(group), np.array(rank)
+    node = np.arange(net.size)
+    nexts, classes, top = [], [], 0
+    dst = np.array(net.dst)
+    hops = np.empty((net.size, net.size), dtype=np.int16)  # as broadcast keeps them
+    last = np.empty((net.size, net.size), dtype=np.int32)
+    for start, stop in chunks(net.size, net.size):
+        d = np.arange(start, stop)[:, None]
+        gd = g_of[d]
+        # in d's group: the local hop; with a global channel to d's group: one of them,
+        # chosen by d; else the local hop to one of the group's gateways, chosen by d
+        count = options.count[node, gd]
+        direct = options.items[node, gd, d % np.maximum(count, 1)]
+        gateway = via.items[g_of[node], gd, d % np.maximum(via.count[g_of[node], gd], 1)]
+        nxt = np.where(g_of[node] == gd, local[node, rank_of[d]],
+                       np.where(count > 0, direct, local[node, rank_of[gateway]]))
+        nxt[np.arange(stop - start), d[:, 0]] = -1
+        hops[start:stop], last[start:stop] = walk(dst, nxt, d[:, 0])
+        cls = _classes_by_remaining_all(dst, nxt, hops[start:stop])
+        top = max(top, int(cls.max()))
+        nexts += [array("i", r.astype(np.intc).tobytes()) for r in nxt]
+        classes += [array("b", r.tobytes()) for r in cls]
     return Routing("dragonfly_minimal", nexts, classes, top + 1,
                    "minimal local-global-local paths; VC class = hops still ahead, so each "
-                   "hop of a path uses a lower class than the one before", tree_class=height_class)
+                   "hop of a path uses a lower class than the one before",
+                   tree_rule=TreeRule.height(len(net.src)), walked=(hops, last))
 
 
 def _hierarchical(net: Network) -> Routing:
@@ -456,13 +543,12 @@ def _hierarchical(net: Network) -> Routing:
         nexts.append(nxt)
         classes.append(cls)
         top = max(top, high)
-    def tree_class(c: int, kids: list[tuple[int, int]]) -> int:
-        return max((inter(k) + cls for k, cls in kids), default=0)
-
+    # a tree channel's class: the most inter-enclosure hops below it
+    steps = np.array([inter(c) for c in range(len(net.src))], dtype=np.int32)
     return Routing("hierarchical", nexts, classes, top + 1,
                    "least-latency paths; VC class = inter-enclosure hops still ahead, so a "
                    "class only ever holds an inter-enclosure hop followed by an on-board hop",
-                   tree_class=tree_class)
+                   tree_rule=TreeRule(np.zeros_like(steps), steps))
 
 
 ALGORITHMS: dict[str, Callable[[Network], Routing]] = {

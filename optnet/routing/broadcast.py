@@ -19,9 +19,13 @@ per node: bit 0 delivers to the local port, bit p forwards on port p.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from optnet.routing.algorithms import Routing, ahead, height_class
+import numpy as np
+
+from optnet.routing.algorithms import Routing, TreeRule
+from optnet.routing.arrays import chunks, matrix, transpose, walk
 from optnet.routing.network import LOCAL, Network
 
 __all__ = ["Broadcast", "plan_broadcast"]
@@ -47,34 +51,75 @@ class Broadcast:
     masks: tuple[tuple[int, ...], ...]
     note: str
     classes: tuple[array, ...] = ()
+    into: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """``into[s, d]``: the channel the tree of source ``s`` reaches node ``d`` on (-1 at
+    ``s``), where the plan is one tree per source; None for floods and fan-outs."""
+    _arrays: tuple[np.ndarray, np.ndarray | None] | None = field(
+        default=None, repr=False, compare=False)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """:attr:`masks` and :attr:`classes` (None when empty) as matrices, source by row.
+
+        The masks are int64, or Python ints where a node has more ports than int64 has
+        bits.
+        """
+        if self._arrays is not None:
+            return self._arrays
+        try:
+            masks = np.array(self.masks, dtype=np.int64).reshape(len(self.masks), -1)
+        except OverflowError:
+            masks = np.array(self.masks, dtype=object).reshape(len(self.masks), -1)
+        return masks, matrix(self.classes, np.uint8) if self.classes else None
 
 
-def _route_trees(net: Network, routing: Routing) -> list[array] | None:
-    """If every source's unicast routes form a tree: ``last[d][x]``, the channel a route from
-    ``x`` enters ``d`` on, so the tree of source ``s`` is ``{d: last[d][s]}``; else None.
+def _route_trees(net: Network, routing: Routing) -> tuple[np.ndarray, np.ndarray] | None:
+    """If every source's unicast routes form a tree: the trees as ``(into, depth)``
+    matrices, source by row (:func:`_plan`); else None.
 
     A source's routes form a tree when each is the route to its second-to-last node plus
     one hop. With destination-based routing that is the same as: for every ``x`` and ``d``
     whose route ends ``... p -> d`` with ``p != x``, ``x`` sends packets for ``d`` and for
     ``p`` on the same channel. Checking that costs O(N^2), not a walk of every route.
     """
-    n, dst, src = net.size, net.dst, net.src
-    last: list[array] = []
-    for d in range(n):
-        nxt = routing.next[d]
-        into = array("i", [-1] * n)
-        for x in sorted(range(n), key=ahead(net, nxt, d).__getitem__):
-            c = nxt[x]
-            if c >= 0:
-                m = dst[c]
-                into[x] = c if m == d else into[m]
-        last.append(into)
-    for d in range(n):
-        for x in range(n):
-            c = last[d][x]
-            if c >= 0 and src[c] != x and routing.next[d][x] != routing.next[src[c]][x]:
-                return None
-    return last
+    n = net.size
+    dst, src = np.array(net.dst, dtype=np.int64), np.array(net.src, dtype=np.int32)
+    nxt, _ = routing.matrices()
+    if routing.walked is not None:
+        hops, last = routing.walked
+    else:
+        last = np.empty((n, n), dtype=np.int32)
+        hops = np.empty((n, n), dtype=np.int16)
+        for start, stop in chunks(n, n):
+            hops[start:stop], last[start:stop] = walk(dst, nxt[start:stop],
+                                                      np.arange(start, stop))
+        routing.walked = hops, last  # for the tables
+    # Source by row from here: last[d, s] is the channel the tree of s reaches d on, and
+    # hops[d, s] its depth there; and x's routes, so that the check reads within a row.
+    into, depth, routes = transpose(last), transpose(hops), transpose(nxt)
+    del last, hops, nxt
+    for start, stop in chunks(n, n):
+        mine = routes[start:stop]
+        before = src[np.maximum(into[start:stop], 0)]
+        if ((depth[start:stop] > 1) & (np.take_along_axis(mine, before, axis=1) != mine)).any():
+            return None
+    return into, depth
+
+
+def _other_trees(net: Network, tree: Callable[[int], dict[int, int]]) -> tuple[np.ndarray,
+                                                                                np.ndarray]:
+    """The trees ``tree(s)`` (parent channel of every node, parents first) of every source
+    as ``(into, depth)`` matrices (:func:`_plan`)."""
+    n, src = net.size, net.src
+    into = np.full((n, n), -1, dtype=np.int32)
+    depth = np.zeros((n, n), dtype=np.int16)
+    for s in range(n):
+        parent = tree(s)
+        level = [0] * n
+        for v, c in parent.items():
+            level[v] = level[src[c]] + 1
+        into[s, list(parent)] = list(parent.values())
+        depth[s] = level
+    return into, depth
 
 
 def _bfs_tree(net: Network, s: int) -> dict[int, int]:
@@ -111,52 +156,95 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
         return Broadcast(mode, masks,
                          "the source's router sends one copy over each direct link and every "
                          "neighbour delivers it; one hop, so no wait beyond unicast's")
-    trees = None if routing.tree else _route_trees(net, routing)
-    rows, classes = [], []
-    for s in range(n):
-        if routing.tree:
-            parent = routing.tree(s)
-            cls = dict.fromkeys(parent.values(), 0)
-        else:
-            parent = ({d: trees[d][s] for d in range(n) if d != s} if trees is not None
-                      else _bfs_tree(net, s))
-        children: dict[int, list[int]] = {}
-        for c in parent.values():
-            children.setdefault(net.src[c], []).append(c)
-        if not routing.tree:
-            # Leaves first; a breadth-first tree (no route trees, or no class rule) takes
-            # the height below a channel, decreasing towards the leaves.
-            rule = routing.tree_class if trees is not None and routing.tree_class else height_class
-            cls = {}
-            for v in reversed(_order(net, children, s)[1:]):
-                c = parent[v]
-                cls[c] = rule(c, [(k, cls[k]) for k in children.get(v, ())])
-        mask = [(1 << LOCAL) if v != s else 0 for v in range(n)]
-        for v, cs in children.items():
-            for c in cs:
-                mask[v] |= 1 << net.out_port[c]
-        rows.append(tuple(mask))
-        row = array("B", bytes(len(net.src)))
-        for c, k in cls.items():
-            row[c] = k
-        classes.append(row)
+    channels = len(net.src)
     if routing.tree:
+        trees, rule = _other_trees(net, routing.tree), TreeRule.flat(channels)
         note = ("each broadcast climbs to the up*/down* root and spreads down, so its "
                 "replication turns are up*/down* legal too")
-    elif trees is not None:
+    elif (trees := _route_trees(net, routing)) is not None:
+        rule = routing.tree_rule or TreeRule.height(channels)
         note = ("each source's broadcast follows its unicast routes (they form a tree) and is "
                 "replicated where they branch, each tree channel in the highest VC class a "
                 "unicast route gives it; the replication waits are in the proof")
     else:
+        trees = _other_trees(net, lambda s: _bfs_tree(net, s))
+        rule = TreeRule.height(channels)
         note = ("the unicast routes do not form per-source trees, so broadcasts use "
                 "breadth-first trees (VC class = height of the subtree below); the "
                 "replication waits are in the proof")
-    return Broadcast(mode, tuple(rows), note, tuple(classes))
+    masks, classes = _plan(net, *trees, rule)
+    # row by row: one list of a whole large matrix costs twice the time and memory
+    return Broadcast(mode, tuple(tuple(row.tolist()) for row in masks), note,
+                     tuple(array("B", row.tobytes()) for row in classes), trees[0],
+                     (masks, classes))
 
 
-def _order(net: Network, children: dict[int, list[int]], s: int) -> list[int]:
-    """Nodes of a tree rooted at ``s``, parents before children."""
-    order = [s]
-    for v in order:
-        order.extend(net.dst[c] for c in children.get(v, ()))
-    return order
+def _plan(net: Network, into: np.ndarray, depth: np.ndarray,
+          rule: TreeRule) -> tuple[np.ndarray, np.ndarray]:
+    """Port masks and VC classes of broadcast trees.
+
+    Parameters
+    ----------
+    into : ndarray of int, shape (N, N)
+        ``into[s, d]``: the channel the tree of source ``s`` reaches node ``d`` on; -1 at
+        ``s`` and at nodes the tree misses.
+    depth : ndarray of int16, shape (N, N)
+        Channels from ``s`` to ``d`` in the tree.
+    rule : TreeRule
+
+    Returns
+    -------
+    masks : ndarray, shape (N, N)
+        ``masks[s, v]``: the ports ``v`` forwards broadcasts from ``s`` on, and bit
+        :data:`LOCAL` everywhere but at ``s``. Of the smallest unsigned type that holds
+        every port, or of Python ints beyond 63 ports.
+    classes : ndarray of uint8, shape (N, C)
+        ``classes[s, c]``: VC class of channel ``c`` in the tree of ``s``, 0 outside it.
+    """
+    n, channels = net.size, len(net.src)
+    src = np.array(net.src, dtype=np.int64)
+    ports = max(map(len, net.ports), default=1)
+    # int64, not uint64, which numpy will not shift by an int64
+    kind = next((t for t, bits in ((np.uint8, 8), (np.uint16, 16), (np.uint32, 32),
+                                   (np.int64, 63)) if ports <= bits), object)
+    bit = np.array([1 << p for p in net.out_port], dtype=kind)
+    masks = np.full((n, n), 1 << LOCAL, dtype=kind)
+    masks[np.arange(n), np.arange(n)] = 0
+    classes = np.zeros((n, channels), dtype=np.uint8)
+    flat_classes = classes.reshape(-1)
+    src32 = src.astype(np.int32)
+    # Flat indices (row * width + column) throughout: numpy's scatters are fastest on them.
+    for start, stop in chunks(n, n):
+        block = into[start:stop].reshape(-1)
+        at = np.flatnonzero(block >= 0).astype(np.int32)  # (source row, node) of each
+        c = block[at]                                      # tree channel
+        fork = at - at % n + src32[c]  # (source row, node it leaves)
+        if kind is object:
+            np.bitwise_or.at(masks[start:stop].reshape(-1), fork, bit[c])
+        else:
+            # the ports of a node's tree channels are distinct bits: their sum is their OR
+            sums = np.bincount(fork, weights=bit[c], minlength=len(block))
+            masks[start:stop] |= sums.astype(kind).reshape(stop - start, n)
+        if not (rule.base.any() or rule.step.any()):
+            continue  # every class is 0 (a mesh's, an up*/down* tree's)
+        # Leaves first: a channel's class is final once every child has offered its own.
+        # Sorted by level once, so that each level is a contiguous slice.
+        order = np.argsort(depth[start:stop].reshape(-1)[at], kind="stable")
+        at, c, fork = at[order], c[order], fork[order]
+        level = depth[start:stop].reshape(-1)[at]
+        bounds = np.searchsorted(level, np.arange(level.max(initial=0) + 2))
+        offer = np.zeros(len(block), dtype=np.int32)
+        for h in range(len(bounds) - 2, 0, -1):
+            here = slice(bounds[h], bounds[h + 1])
+            ci, up = c[here], fork[here]
+            value = np.maximum(rule.base[ci], offer[at[here]])
+            flat_classes[(at[here] // n + start).astype(np.int64) * channels + ci] = \
+                np.minimum(value, 255)
+            parent = block[up]  # the tree channel into the node this one leaves
+            inner = parent >= 0
+            if rule.line is not None:
+                inner &= rule.line[np.where(inner, parent, 0)] == rule.line[ci]
+            offered = rule.step[ci] + value
+            inner &= offered > 0  # offers start at 0: only the others can raise them
+            np.maximum.at(offer, up[inner], offered[inner])
+    return masks, classes

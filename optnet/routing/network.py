@@ -51,26 +51,26 @@ class Network:
     def of(cls, cluster: Cluster) -> Network:
         """Number the channels and ports of ``cluster``."""
         index = {n.name: n.index for n in cluster.nodes}
+        board = {n.name: n.board for n in cluster.nodes}
         n = len(cluster.nodes)
         src, dst, out_port = [], [], []
         out: list[list[int]] = [[] for _ in range(n)]
         into: list[list[int]] = [[] for _ in range(n)]
         ports: list[list[str]] = [["local"] for _ in range(n)]
-        port_of: dict[tuple[int, int], int] = {}
         for link in cluster.links:
+            ends = []
             for end in (link.a, link.b):
                 node = index[end.node]
-                port_of[(link.index, node)] = len(ports[node])
-                whole = len(cluster.node(end.node).board.ports[end.port].lanes)
+                ends.append((node, len(ports[node])))
+                whole = len(board[end.node].ports[end.port].lanes)
                 ports[node].append(end.port + ("" if len(end.lanes) == whole
                                                else _lanes(end.lanes)))
-        for link in cluster.links:
-            a, b = index[link.a.node], index[link.b.node]
-            for s, d in ((a, b), (b, a)):
+            (a, port_a), (b, port_b) = ends
+            for s, d, port in ((a, b, port_a), (b, a, port_b)):
                 channel = len(src)
                 src.append(s)
                 dst.append(d)
-                out_port.append(port_of[(link.index, s)])
+                out_port.append(port)
                 out[s].append(channel)
                 into[d].append(channel)
         return cls(cluster, tuple(src), tuple(dst), tuple(out_port),

@@ -32,8 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
 
 from optnet.routing.algorithms import Routing
+from optnet.routing.arrays import chunks, distinct, has_cycle, join
 from optnet.routing.broadcast import Broadcast
 from optnet.routing.network import LOCAL, Network
 
@@ -129,112 +131,243 @@ def prove(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
     broadcast stores floods before forwarding them and adds no wait) with VC classes folded
     onto ``vcs`` VCs and the hardware's ``waits``, and look for a cycle."""
     ids = _Ids(len(net.src), vcs, net.size)
-    V, top, dst, big = vcs, vcs - 1, net.dst, ids.size
+    big = ids.size
     # (channel, VC) pairs as k = channel * V + vc; W(k) = 2k, F(k) = 2k + 1, and an edge
-    # a -> b as a * big + b: plain integers hash fastest and the loops below run once per
-    # (destination, node) and per (source, node).
-    used: set[int] = set()
-    route: set[int] = set()
-    firsts: set[int] = set()
-    into: set[int] = set()
-    for d, (nxt, cls) in enumerate(zip(routing.next, routing.vclass, strict=True)):
-        for n, c in enumerate(nxt):
-            if c < 0:
-                continue
-            k = c * V + min(cls[n], top)
-            used.add(k)
-            firsts.add(n * big + k)
-            m = dst[c]
-            if m == d:
-                into.add(k)
-            else:
-                route.add((2 * k + 1) * big + 2 * (nxt[m] * V + min(cls[m], top)))
-    for nk in firsts:
-        n, k = divmod(nk, big)
-        route.update(ids.inject_f(n, v) * big + 2 * k for v in waits.inject_vcs)
-    route.update((2 * k + 1) * big + ids.eject_w(dst[k // V]) for k in into)
-    tree, sibling = (_branches(net, broadcast, top, waits, ids)
-                     if broadcast is not None and broadcast.mode != "cascade" else (set(), set()))
-    used.update(e % big >> 1 for e in tree if e % big < ids.links)
+    # a -> b as the integer a * big + b, so that each kind of wait is one sorted array of
+    # distinct edges, built for many destinations or sources at once.
+    slots = _Slots(net, ids)
+    route, used = _route_edges(net, routing, vcs, waits, slots)
+    tree = sibling = np.zeros(0, dtype=np.int64)
+    if broadcast is not None and broadcast.into is not None and not waits.siblings:
+        tree = _tree_waits(net, broadcast, vcs - 1, waits, slots)
+    elif broadcast is not None and broadcast.mode != "cascade":
+        tree, sibling = _branches(net, broadcast, vcs - 1, waits, slots)
+    heads = tree % big
+    used = distinct(np.concatenate([used, heads[heads < ids.links] >> 1]))
+    nodes = np.arange(net.size, dtype=np.int64)
+    own = [2 * used * big + 2 * used + 1, ids.eject_w(nodes) * big + ids.eject_f(nodes)]
+    own += [ids.inject_w(nodes) * big + ids.inject_f(nodes, v) for v in waits.inject_vcs]
+    if waits.receive_waits_for_send:
+        own.append(ids.eject_f(nodes) * big + ids.inject_w(nodes))
+    edges = distinct(np.concatenate([route, tree, sibling, *own]))
+    cycle: tuple[Channel, ...] = ()
+    steps: tuple[str, ...] = ()
+    if has_cycle(edges // big, edges % big, big):
+        cycle, steps = _find_cycle(net, route, tree, sibling, used, waits, ids)
+    return Proof(vcs, len(used), len(edges), cycle, steps)
+
+
+def _find_cycle(net: Network, route: np.ndarray, tree: np.ndarray, sibling: np.ndarray,
+                used: np.ndarray, waits: Waits,
+                ids: _Ids) -> tuple[tuple[Channel, ...], tuple[str, ...]]:
+    """The cycle E201 names: the one NetworkX's ``find_cycle`` finds first, on the graph
+    built with its edges in this order (E201's text must not change with the hash seed, or
+    with how the edges were computed)."""
+    big = ids.size
     graph = nx.DiGraph()
     for edges in (route, tree, sibling):
-        graph.add_edges_from(divmod(e, big) for e in sorted(edges))
-    graph.add_edges_from((2 * k, 2 * k + 1) for k in sorted(used))
+        graph.add_edges_from(zip(*divmod(edges, big), strict=True))
+    graph.add_edges_from((2 * k, 2 * k + 1) for k in used.tolist())
     for n in range(net.size):
         graph.add_edges_from((ids.inject_w(n), ids.inject_f(n, v)) for v in waits.inject_vcs)
         graph.add_edge(ids.eject_w(n), ids.eject_f(n))
         if waits.receive_waits_for_send:
             graph.add_edge(ids.eject_f(n), ids.inject_w(n))
-    cycle: tuple[Channel, ...] = ()
-    steps: tuple[str, ...] = ()
-    # A topological sort first: find_cycle's edge search is many times slower on the large
-    # acyclic graphs that are the common case.
-    if not nx.is_directed_acyclic_graph(graph):
-        found = nx.find_cycle(graph)
-        cycle, steps = _channels_of(found, ids, {divmod(e, big) for e in tree - route},
-                                    {divmod(e, big) for e in sibling})
-    return Proof(vcs, len(used), graph.number_of_edges(), cycle, steps)
+    found = [(int(u), int(v)) for u, v in nx.find_cycle(graph)]
+    codes = np.array([u * big + v for u, v in found], dtype=np.int64)
+    branch = np.isin(codes, tree) & ~np.isin(codes, route)
+    held = np.isin(codes, sibling)
+    return _channels_of(found, ids, {e for e, b in zip(found, branch, strict=True) if b},
+                        {e for e, h in zip(found, held, strict=True) if h})
+
+
+class _Slots:
+    """Waits marked in bitmaps rather than collected as edge lists.
+
+    Every wait in the graph leads from a *waiter* -- the front ``F(k)`` of a (channel, VC)
+    pair ``k``, or a node's local input ``F(inject, v)`` -- to an output of the node the
+    waiter is at: a *slot*, ``port * V + vc``, where port 0 is the local output. So the
+    waits of N^2 routes or tree branches fit in a bitmap of waiters x slots (x slots, for
+    sibling waits), and marking them is one pass over the routes instead of a sort.
+    """
+
+    def __init__(self, net: Network, ids: _Ids):
+        self.ids, self.n, V = ids, net.size, ids.vcs
+        self.src = np.array(net.src, dtype=np.int64)
+        self.dst = np.array(net.dst, dtype=np.int64)
+        self.port = np.array(net.out_port, dtype=np.int64)
+        self.slots = max(map(len, net.ports), default=1) * V
+        self.pairs = len(net.src) * V  # waiters 0 .. pairs-1 are link fronts, then inputs
+        self.channel = np.full((self.n, self.slots // V), -1, dtype=np.int64)
+        self.channel[self.src, self.port] = np.arange(len(net.src))
+
+    def inject(self, node, v: int):
+        """The waiter number of ``node``'s local input on VC ``v``."""
+        return self.pairs + node * self.ids.vcs + v
+
+    def marks(self, sibling: bool = False) -> np.ndarray:
+        """An empty bitmap, with one bit more at the end that is not a wait: where the
+        entries of a block that are not waits can be marked without being picked out."""
+        waiters = self.pairs + self.n * self.ids.vcs
+        return np.zeros((self.n * self.slots ** 2 if sibling else waiters * self.slots) + 1,
+                        dtype=bool)
+
+    def output(self, node: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """The W vertex of an output slot at a node (the local output's for port 0)."""
+        V, ids = self.ids.vcs, self.ids
+        port, v = np.divmod(slot, V)
+        return np.where(port == 0, ids.eject_w(node),
+                        2 * (self.channel[node, port] * V + v))
+
+    def edges(self, marks: np.ndarray) -> np.ndarray:
+        """The marked waits as sorted edge codes ``a * ids.size + b``."""
+        V, ids = self.ids.vcs, self.ids
+        waiter, slot = np.divmod(np.flatnonzero(marks[:-1]), self.slots)
+        link = waiter < self.pairs
+        inject = waiter - self.pairs
+        node = np.where(link, self.dst[np.minimum(waiter, self.pairs - 1) // V], inject // V)
+        tail = np.where(link, 2 * waiter + 1, ids.inject_f(inject // V, inject % V))
+        return np.sort(tail * ids.size + self.output(node, slot))
+
+    def sibling_edges(self, marks: np.ndarray) -> np.ndarray:
+        """The marked sibling waits, ``W(a) -> F(b)`` for slots a, b of a node."""
+        node, pair = np.divmod(np.flatnonzero(marks[:-1]), self.slots ** 2)
+        a, b = np.divmod(pair, self.slots)
+        # a branch's F is the vertex after its W (the local output's too)
+        return np.sort(self.output(node, a) * self.ids.size + self.output(node, b) + 1)
+
+
+def _route_edges(net: Network, routing: Routing, vcs: int, waits: Waits,
+                 slots: _Slots) -> tuple[np.ndarray, np.ndarray]:
+    """The waits of unicast routes as sorted edge codes, and the (channel, VC) pairs they
+    use: each hop's front waits for the next hop's output VC (or the local output at the
+    destination), and each node's injected packets wait for the first hop's."""
+    V, top, n, Q = vcs, vcs - 1, net.size, slots.slots
+    marks, used = slots.marks(), np.zeros(slots.pairs + 1, dtype=bool)
+    # int32 indices: the bitmaps are small, and the blocks are not
+    port, dst = slots.port.astype(np.int32), slots.dst.astype(np.int32)
+    node = np.arange(n, dtype=np.int32)[None, :]
+    for start, stop in chunks(n, n):
+        nxt, cls = routing.matrices(start, stop)
+        hop = nxt >= 0
+        c = np.maximum(nxt, 0)
+        v = np.minimum(cls, top).astype(np.int32)
+        k, slot = c * V + v, port[c] * V + v
+        then = dst[c]
+        onward = hop & (then != np.arange(start, stop)[:, None])
+        # onward: the next hop's output at the next node; at the destination: slot 0
+        then_slot = np.where(onward, np.take_along_axis(slot, then, axis=1), 0)
+        marks[np.where(hop, k * Q + then_slot, len(marks) - 1)] = True
+        used[np.where(hop, k, slots.pairs)] = True
+        for iv in waits.inject_vcs:
+            marks[np.where(hop, slots.inject(node, iv) * Q + slot, len(marks) - 1)] = True
+    return slots.edges(marks), np.flatnonzero(used[:-1])
 
 
 class _Ids:
     """Vertex numbers of the wait graph: ``W(c, v)`` is ``2 (c V + v)``, ``F(c, v)`` one
-    more; each node's local input and output come after the links."""
+    more; each node's local input and output come after the links. Node arguments may be
+    numpy arrays."""
 
     def __init__(self, channels: int, vcs: int, nodes: int):
         self.vcs, self.nodes = vcs, nodes
         self.links = 2 * channels * vcs
         self.size = self.links + 3 * nodes + nodes * vcs
 
-    def inject_w(self, n: int) -> int:
+    def inject_w(self, n):
         return self.links + 3 * n
 
-    def eject_w(self, n: int) -> int:
+    def eject_w(self, n):
         return self.links + 3 * n + 1
 
-    def eject_f(self, n: int) -> int:
+    def eject_f(self, n):
         return self.links + 3 * n + 2
 
-    def inject_f(self, n: int, v: int) -> int:
+    def inject_f(self, n, v: int):
         return self.links + 3 * self.nodes + n * self.vcs + v
 
 
+def _tree_waits(net: Network, broadcast: Broadcast, top: int, waits: Waits,
+                slots: _Slots) -> np.ndarray:
+    """The waits of broadcast replication along trees given channel by channel
+    (:attr:`Broadcast.into`), as sorted edge codes: what :func:`_branches` finds from the
+    masks, with the tree channel into each node read from the table instead of joined."""
+    V, n, Q = slots.ids.vcs, net.size, slots.slots
+    src, port = slots.src.astype(np.int32), slots.port.astype(np.int32)
+    masks, classes = broadcast.arrays()
+    marks = slots.marks()
+    for start, stop in chunks(n, len(net.src)):
+        into = broadcast.into[start:stop].astype(np.int32)
+        tree, c = into >= 0, np.maximum(into, 0)
+        v = (np.minimum(np.take_along_axis(classes[start:stop], c, axis=1), top)
+             .astype(np.int32) if classes is not None else np.zeros_like(c))
+        k, slot = c * V + v, port[c] * V + v
+        # What waits for each tree channel: the front of the tree channel into the node it
+        # leaves, or at the source, its local input.
+        up = src[c]
+        parent = np.take_along_axis(into, up, axis=1)
+        inner = tree & (parent >= 0)
+        waiter = np.take_along_axis(k, up, axis=1)
+        marks[np.where(inner, waiter * Q + slot, len(marks) - 1)] = True
+        at_root = tree & (up == np.arange(start, stop)[:, None])
+        root = np.broadcast_to(np.arange(start, stop)[:, None], into.shape)[at_root]
+        for iv in waits.inject_vcs:
+            marks[slots.inject(root, iv) * Q + slot[at_root]] = True
+        # a node that delivers: the front of its tree channel waits for the local output,
+        # and a source that forwards and delivers too, its local input
+        local = (masks[start:stop] >> LOCAL & 1).astype(bool)
+        marks[np.where(local & tree, k * Q, len(marks) - 1)] = True
+        rows = np.arange(stop - start)
+        forks = (masks[start:stop][rows, rows + start] >> 1 != 0).astype(bool)
+        sources = (rows + start)[local[rows, rows + start] & forks]
+        for iv in waits.inject_vcs:
+            marks[slots.inject(sources, iv) * Q] = True
+    return slots.edges(marks)
+
+
 def _branches(net: Network, broadcast: Broadcast, top: int, waits: Waits,
-              ids: _Ids) -> tuple[set[int], set[int]]:
-    """The waits of broadcast replication, as edges ``a * ids.size + b``: from the channel a
-    broadcast arrives on (or the source's local input) to each of its branches, and between
-    sibling branches."""
-    out, out_port, dst, V, big = net.out, net.out_port, net.dst, ids.vcs, ids.size
-    tree: set[int] = set()
-    sibling: set[int] = set()
-    for s, masks in enumerate(broadcast.masks):
-        cls = broadcast.classes[s] if broadcast.classes else None
-
-        def k_of(c, cls=cls):
-            return c * V + (min(cls[c], top) if cls is not None else 0)
-
-        # Only the nodes that forward on a link need a look at their ports; the others
-        # (most of a tree) at most deliver, each reached by one channel.
-        forks = {x: [c for c in out[x] if masks[x] >> out_port[c] & 1]
-                 for x in [x for x, mask in enumerate(masks) if mask >> 1]}
-        branches = {x: [2 * k_of(c) for c in outs]
-                    + ([ids.eject_w(x)] if masks[x] >> LOCAL & 1 else [])
-                    for x, outs in forks.items()}
-        if s in branches:
-            tree.update(ids.inject_f(s, v) * big + b for v in waits.inject_vcs
-                        for b in branches[s])
-        for outs in forks.values():
-            for c in outs:
-                m = dst[c]
-                f = (2 * k_of(c) + 1) * big
-                if m in branches:
-                    tree.update(f + b for b in branches[m])
-                elif masks[m] >> LOCAL & 1:
-                    tree.add(f + ids.eject_w(m))
-        if waits.siblings:
-            for bs in branches.values():
-                # a branch's F is the vertex after its W (the local output's too)
-                sibling.update(a * big + b + 1 for a in bs for b in bs if a != b)
-    return tree, sibling
+              slots: _Slots) -> tuple[np.ndarray, np.ndarray]:
+    """The waits of broadcast replication as sorted edge codes: from the channel a broadcast
+    arrives on (or the source's local input, where the source forwards on a link) to each
+    of its branches at the node, and between sibling branches."""
+    V, n, Q = slots.ids.vcs, net.size, slots.slots
+    src, dst, channel = slots.src, slots.dst, slots.channel
+    masks, classes = broadcast.arrays()
+    tree, sibling = slots.marks(), slots.marks(sibling=True) if waits.siblings else None
+    for start, stop in chunks(n, len(net.src)):
+        # rows of this block of sources; (row, node) keys are row * n + node
+        mask = masks[start:stop]
+        forks = (mask >> 1 != 0).astype(bool)
+        # The tree channels: the port bits of the nodes that forward (a few per tree).
+        fr, fx = np.nonzero(forks)
+        fork_mask = mask[fr, fx]
+        on = [(fork_mask >> p & 1).astype(bool) for p in range(1, Q // V)]
+        r = np.concatenate([fr[b] for b in on] + [np.zeros(0, dtype=np.intp)])
+        c = np.concatenate([channel[fx[b], p] for p, b in enumerate(on, 1)]
+                           + [np.zeros(0, dtype=np.intp)])
+        r, c = r[c >= 0], c[c >= 0]
+        v = np.minimum(classes[start:stop][r, c], top) if classes is not None else 0
+        k = c * V + v
+        # A node's branches: its tree channels' outputs, and its local output if it delivers.
+        lr, x = np.nonzero((mask >> LOCAL & 1).astype(bool))
+        branch_key = np.concatenate([r * n + src[c], lr * n + x])
+        branch = np.concatenate([slots.port[c] * V + v, np.zeros(len(x), dtype=np.int64)])
+        # What waits for them: the front of each tree channel into the node, and at the
+        # source, its local input when it forwards on a link.
+        i, j = join(r * n + dst[c], branch_key)
+        tree[k[i] * Q + branch[j]] = True
+        roots = np.flatnonzero(forks[np.arange(stop - start), np.arange(start, stop)])
+        i, j = join(roots * n + roots + start, branch_key)
+        for iv in waits.inject_vcs:
+            tree[slots.inject(roots[i] + start, iv) * Q + branch[j]] = True
+        if sibling is not None:
+            at_fork = np.concatenate([np.ones(len(c), dtype=bool), forks[lr, x]])
+            key, slot = branch_key[at_fork], branch[at_fork]
+            i, j = join(key, key)
+            i, j = i[i != j], j[i != j]
+            sibling[(key[i] % n * Q + slot[i]) * Q + slot[j]] = True
+    return (slots.edges(tree),
+            slots.sibling_edges(sibling) if sibling is not None else np.zeros(0, np.int64))
 
 
 def _channels_of(found: list[tuple[int, int]], ids: _Ids, tree: set[tuple[int, int]],

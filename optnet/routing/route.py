@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from optnet.cluster import Cluster
 from optnet.diagnostics import Diagnostic
 from optnet.routing.algorithms import ALGORITHMS, NotApplicable, Routing, pick_auto
+from optnet.routing.arrays import chunks
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.network import Network
 from optnet.routing.proof import Proof, Waits, describe_cycle, prove
@@ -103,11 +106,12 @@ def route(cluster: Cluster, smap: SourceMap) -> tuple[Routed | None, list[Diagno
 def _check_reachable(net: Network, routing: Routing) -> None:
     # Lint reports a disconnected cluster (E111) before routing runs, and every algorithm
     # routes all pairs of a connected network it accepts; a gap here is a bug in optnet.
-    for d, nxt in enumerate(routing.next):
-        if -2 in nxt:
-            s = nxt.index(-2)
+    for start, stop in chunks(net.size, net.size):
+        nxt, _ = routing.matrices(start, stop)
+        if (nxt == -2).any():
+            d, s = (int(i[0]) for i in np.nonzero(nxt == -2))
             raise AssertionError(f"{routing.algorithm} routing left node {s} without a route "
-                                 f"to node {d}")
+                                 f"to node {start + d}")
 
 
 def _deadlock(cluster: Cluster, net: Network, routing: Routing, proof: Proof, vcs: int,

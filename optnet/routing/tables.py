@@ -22,10 +22,12 @@ least 1. Hex files hold one entry per line, zero-padded to whole hex digits.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from optnet.emit.env import render_template
-from optnet.routing.algorithms import ahead
+from optnet.routing.arrays import chunks, transpose, walk
 from optnet.routing.route import Routed
 
 __all__ = ["NodeTable", "Widths", "node_tables", "render_c_header", "render_hex", "to_json"]
@@ -97,6 +99,10 @@ class NodeTable:
     mask: tuple[int, ...]
     mvcs: tuple[int, ...]
     multipath: tuple[tuple[str, tuple[str, ...]], ...]
+    _rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(
+        default=None, repr=False, compare=False)
+    """``ids``, ``mask`` and ``mvcs`` as integer arrays, where :func:`node_tables` had them
+    (the words of 8,192 tables are 67 million entries: not one Python int at a time)."""
 
     @property
     def unicast(self) -> tuple[Entry, ...]:
@@ -121,16 +127,30 @@ class NodeTable:
 
     def unicast_words(self) -> list[int]:
         """The unicast table as memory words, indexed by destination id (0 = not valid)."""
-        words = [0] * (1 << self.widths.id_bits)
-        for entry in self.unicast:
-            words[entry.dst_id] = self.word(entry)
-        return words
+        # :meth:`word` of every entry, from the arrays: every node builds its tables for the
+        # hardware, and a million Entry objects took seconds at 1,024 nodes
+        w = self.widths
+        words = np.zeros(1 << w.id_bits, dtype=np.int64)
+        ids = self._rows[0] if self._rows is not None else list(self.ids)
+        words[ids] = ((1 << (w.port_bits + w.vc_bits))
+                      | np.frombuffer(self.vc, dtype=np.uint8).astype(np.int64) << w.port_bits
+                      | np.frombuffer(self.port, dtype=np.uint16))
+        return words.tolist()
 
     def multicast_words(self) -> list[int]:
         """The multicast table as memory words, indexed by group (source) id."""
-        words = [0] * (1 << self.widths.id_bits)
-        for group in self.multicast:
-            words[group.source_id] = group.word(self.widths)
+        # Group.word of every group: the packed VCs of the node's ports above the mask
+        w = self.widths
+        vcs = (1 << (w.ports * w.vc_bits)) - 1
+        if w.ports * (1 + w.vc_bits) < 63:  # the words fit in int64
+            ids, mask, mvcs = self._rows or (list(self.ids), np.array(self.mask, np.int64),
+                                             np.array(self.mvcs, np.int64))
+            words = np.zeros(1 << w.id_bits, dtype=np.int64)
+            words[ids] = (mvcs & vcs) << w.ports | mask
+            return words.tolist()
+        words = [0] * (1 << w.id_bits)
+        for i, (mask, packed) in enumerate(zip(self.mask, self.mvcs, strict=True)):
+            words[self.ids[i]] = (packed & vcs) << w.ports | mask
         return words
 
 
@@ -143,36 +163,89 @@ def node_tables(routed: Routed) -> list[NodeTable]:
     names = tuple(node.name for node in nodes)
     ids = tuple(node.id for node in nodes)
     id_bits = clog2(max(ids) + 1)
-    port = [array("H", bytes(2 * n)) for _ in range(n)]
-    vc = [array("B", bytes(n)) for _ in range(n)]
-    hops = [array("H", bytes(2 * n)) for _ in range(n)]
-    out_port = net.out_port
-    for d in range(n):
-        nxt, cls = routing.next[d], routing.vclass[d]
-        for x, h in enumerate(ahead(net, nxt, d)):
-            c = nxt[x]
-            if c >= 0:
-                port[x][d] = out_port[c]
-                vc[x][d] = min(cls[x], top)
-                hops[x][d] = h
-    masks = routed.broadcast.masks
+    out_port = np.array(net.out_port, dtype=np.int64)
+    dst = np.array(net.dst, dtype=np.int64)
+    # Destination by row as routed, node by row in the tables: built a block of
+    # destinations at a time, then transposed.
+    port = np.zeros((n, n), dtype=np.uint16)
+    vc = np.zeros((n, n), dtype=np.uint8)
+    hops = np.zeros((n, n), dtype=np.uint16)
+    for start, stop in chunks(n, n):
+        nxt, cls = routing.matrices(start, stop)
+        hop = nxt >= 0
+        h = (routing.walked[0][start:stop] if routing.walked is not None
+             else walk(dst, nxt, np.arange(start, stop))[0])
+        port[start:stop] = np.where(hop, out_port[np.maximum(nxt, 0)], 0)
+        vc[start:stop] = np.where(hop, np.minimum(cls, top), 0)
+        hops[start:stop] = np.where(hop, h, 0)
+    port, vc, hops = transpose(port), transpose(vc), transpose(hops)
     detours: dict[int, list] = {}
     for (s, d), via in sorted(routing.multipath.items()):
         detours.setdefault(s, []).append((names[d], tuple(names[m] for m in via)))
-    classes = routed.broadcast.classes
     vc_bits = clog2(top + 1)
+    mvcs = _multicast_vcs(net, routed, top, vc_bits)
+    by_node = transpose(routed.broadcast.arrays()[0])
+    exact = by_node.dtype != object and mvcs.dtype != object
+    id_row = np.array(ids, dtype=np.int64)
     tables = []
     for x in range(n):
         widths = Widths(id_bits, clog2(len(net.ports[x])), vc_bits, len(net.ports[x]))
         multipath = tuple(detours.get(x, ()))
-        mvcs = tuple(
-            sum(min(classes[s][c], top) << (out_port[c] * vc_bits) for c in net.out[x]
-                if masks[s][x] >> out_port[c] & 1) if classes else 0
-            for s in range(n))
+        rows = (id_row, by_node[x], mvcs[x]) if exact else None
         tables.append(NodeTable(names[x], ids[x], routing.algorithm, widths, net.ports[x],
-                                names, ids, port[x], vc[x], hops[x],
-                                tuple(masks[s][x] for s in range(n)), mvcs, multipath))
+                                names, ids, array("H", port[x].tobytes()),
+                                array("B", vc[x].tobytes()), array("H", hops[x].tobytes()),
+                                tuple(by_node[x].tolist()), tuple(mvcs[x].tolist()),
+                                multipath, rows))
     return tables
+
+
+_PACK_BITS = 52
+"""Bits of multicast VCs summed at once: a float64's exact integers."""
+
+
+def _multicast_vcs(net, routed: Routed, top: int, vc_bits: int) -> np.ndarray:
+    """Per node (row), per source: the VC of every port a broadcast from the source leaves
+    the node on, packed ``vc_bits`` per port (int64, or Python ints past 63 bits)."""
+    n, channels = net.size, len(net.src)
+    if not routed.broadcast.classes:
+        return np.zeros((n, n), dtype=np.int64)
+    masks, classes = routed.broadcast.arrays()
+    src = np.array(net.src, dtype=np.int64)
+    port = np.array(net.out_port, dtype=np.int64)
+    # Ports in groups whose VCs fit in a float64's exact integers, summed by a weighted
+    # count; the groups joined as Python ints only when a node has that many ports.
+    group = max(1, _PACK_BITS // vc_bits)
+    groups = max(map(len, net.ports), default=1) // group + 1
+    packed = [np.zeros((n, n), dtype=np.int64) for _ in range(groups)]  # source by row
+    into = routed.broadcast.into
+    for start, stop in chunks(n, n if into is not None else channels):
+        if into is not None:
+            # trees: the channel into each node is the one broadcast channel to look at
+            c = into[start:stop].astype(np.int64)
+            on = c >= 0
+            c = np.maximum(c, 0)
+            row = np.arange(stop - start)[:, None]
+            rows = (row * n + src[c]).reshape(-1)
+            vcs = np.where(on, np.minimum(classes[start:stop][row, c], top), 0).astype(np.int64)
+        else:
+            block = masks[start:stop]
+            c = np.broadcast_to(np.arange(channels), (stop - start, channels))
+            on = (block[:, src] >> port & 1).astype(bool)
+            vcs = np.where(on, np.minimum(classes[start:stop], top), 0).astype(np.int64)
+            rows = np.repeat(np.arange(stop - start), channels) * n + np.tile(src, stop - start)
+        port_c = port[c]
+        for g in range(groups):
+            mine = port_c // group == g
+            value = (vcs << (port_c % group) * vc_bits) * mine
+            packed[g][start:stop] = np.bincount(rows, weights=value.reshape(-1),
+                                                minlength=(stop - start) * n).reshape(-1, n)
+    total = transpose(packed[0])
+    if groups > 1:
+        total = total.astype(object)
+        for g in range(1, groups):
+            total += transpose(packed[g]).astype(object) << g * group * vc_bits
+    return total
 
 
 def to_json(table: NodeTable) -> dict:
