@@ -224,10 +224,12 @@ def _resources_or_exit(routed, plans) -> list:
 
 
 def _plans_or_exit(result, file: str, nodes: str | None):
-    """The hardware plans lint made for ``result`` (only ``nodes``, comma-separated, when
+    """The hardware plans of ``result.routed`` (only ``nodes``, comma-separated, when
     given); exit 2 for an unknown node. Lint has already refused (E3xx) a cluster whose
     hardware cannot be planned."""
-    plans = result.plans
+    from optnet.plan import plan
+
+    plans = plan(result.routed)
     if nodes:
         wanted = {n.strip() for n in nodes.split(",") if n.strip()}
         unknown = sorted(wanted - {p.node for p in plans})

@@ -41,8 +41,6 @@ class LintResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     cluster: Cluster | None = None
     routed: Routed | None = None
-    plans: list | None = None
-    """The nodes' hardware plans (:func:`optnet.plan.plan`) when the hardware checks ran."""
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -170,18 +168,18 @@ def lint_file(path: Path, display: str | None = None,
 
 
 def _hardware(result: LintResult, smap: SourceMap) -> list[Diagnostic]:
-    """Plan the hardware of ``result.routed`` (kept in ``result.plans``) and check what the
-    emitters would refuse; every finding located in ``smap``."""
+    """Plan the hardware of ``result.routed`` (without tables) and check what the emitters
+    would refuse; every finding located in ``smap``."""
     # Lint drives the whole pipeline here, as the CLI does; imported late because the
     # hardware stages pull in Amaranth and Jinja2, which lint without routing never needs.
     from optnet.emit.checks import hardware_findings
     from optnet.plan import PlanError, plan
 
     try:
-        result.plans = plan(result.routed)
+        plans = plan(result.routed, tables=False)
     except PlanError as exc:
         return [finding.located(smap) for finding in exc.args]
-    return [f.located(smap) for f in hardware_findings(result.routed.cluster, result.plans)]
+    return [f.located(smap) for f in hardware_findings(result.routed.cluster, plans)]
 
 
 def _lint_board(path: Path, display: str, result: LintResult) -> LintResult:

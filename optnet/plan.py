@@ -10,6 +10,7 @@ link-layer parameters, and the endpoints. Plans are immutable; the lowering
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 from optnet.cluster import Cluster, Link
@@ -89,8 +90,9 @@ class NodePlan:
         Link ports in router port order.
     endpoints : tuple of EndpointConfig
     endpoint_names : tuple of str
-    table : NodeTable
-        The routing stage's tables (the router's memories are initialised from them).
+    table : NodeTable or None
+        The routing stage's tables (the router's memories are initialised from them); None
+        in a plan made without tables (for lint).
     """
 
     node: str
@@ -105,7 +107,7 @@ class NodePlan:
     ports: tuple[PortPlan, ...]
     endpoints: tuple[EndpointConfig, ...]
     endpoint_names: tuple[str, ...]
-    table: NodeTable
+    table: NodeTable | None
 
     def role(self) -> tuple:
         """Everything but the tables and names: nodes with equal roles have identical
@@ -116,8 +118,12 @@ class NodePlan:
             tuple(dataclasses.replace(e, node_id=0) for e in self.endpoints))
 
 
-def plan(routed: Routed) -> list[NodePlan]:
+def plan(routed: Routed, *, tables: bool = True) -> list[NodePlan]:
     """Plan the hardware of every node of ``routed`` (whose proof must have passed).
+
+    Without ``tables`` the routers' table words are left empty and ``table`` is None: what
+    lint checks (clocks, projects, per hardware role) does not read them, and packing the
+    tables of a thousand nodes takes longer than the rest of the plan.
 
     Raises
     ------
@@ -169,13 +175,15 @@ def plan(routed: Routed) -> list[NodePlan]:
         ends[link.index, link.a.node] = (link.a, link.b, link)
         ends[link.index, link.b.node] = (link.b, link.a, link)
     plans = []
-    for table, node in zip(node_tables(routed), cluster.nodes, strict=True):
+    for table, node in zip(node_tables(routed) if tables else [None] * len(cluster.nodes),
+                           cluster.nodes, strict=True):
         x = node.index
+        radix = len(routed.net.ports[x])
         ports = []
         for c in routed.net.out[x]:
             own, far, link = ends[c // 2, node.name]
             p = routed.net.out_port[c]
-            width = user_width_for(link.phy, link.lanes, node.board.family)
+            width = _user_width(link.phy, link.lanes, node.board.family)
             ports.append(PortPlan(
                 p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
                 int(link.line_rate.value), str(far),
@@ -183,9 +191,9 @@ def plan(routed: Routed) -> list[NodePlan]:
         # The local port's "receiver" is the hub, which takes flits straight into the
         # endpoints and returns each credit at once; two packets' worth keeps it streaming.
         router = RouterConfig(
-            fmt, len(table.ports), depth,
-            (2 * max_packet,) + (depth,) * (len(table.ports) - 1),
-            tuple(table.unicast_words()), tuple(table.multicast_words()),
+            fmt, radix, depth, (2 * max_packet,) + (depth,) * (radix - 1),
+            tuple(table.unicast_words()) if table else (),
+            tuple(table.multicast_words()) if table else (),
             allocator=net.router.allocator, priorities=net.priorities,
             block_tables=node.board.family in BLOCK_TABLE_FAMILIES,
             multicast_credits=waits.branch_credits, node_id=node.id)
@@ -203,10 +211,15 @@ def plan(routed: Routed) -> list[NodePlan]:
     return plans
 
 
+# Thousands of ports share a handful of (PHY, lanes, family) user widths.
+_user_width = functools.cache(user_width_for)
+
+
 def _link_findings(cluster: Cluster) -> list[Finding]:
     """E301 for links whose PHY has no hardware adapter or whose vendor IP cannot be made
     (the lane count or FPGA family the core does not support), one finding per reason."""
     grouped: dict[tuple[str, str], list[Link]] = {}
+    refusals: dict[tuple[str, int, str], str | None] = {}
     for link in cluster.links:
         if link.phy not in HW_PHYS:
             reason = ("phy", f"'{link.phy}', which optnet cannot generate hardware for "
@@ -216,12 +229,18 @@ def _link_findings(cluster: Cluster) -> list[Finding]:
         if link.phy not in VENDOR_PHYS:
             continue
         for family in sorted({cluster.node(e.node).board.family for e in (link.a, link.b)}):
-            try:
-                ip_ports(link.phy, link.lanes, family)
-            except ValueError as exc:
-                key = "lanes" if "lanes" in str(exc) else "phy"
+            # Thousands of links share a handful of (PHY, lanes, family) cores.
+            core = (link.phy, link.lanes, family)
+            if core not in refusals:
+                try:
+                    ip_ports(*core)
+                    refusals[core] = None
+                except ValueError as exc:
+                    refusals[core] = str(exc)
+            if refusals[core] is not None:
+                key = "lanes" if "lanes" in refusals[core] else "phy"
                 reason = (key, f"{link.phy} over {link.lanes} lane(s) on {family}, whose "
-                               f"IP optnet cannot generate: {exc}.")
+                               f"IP optnet cannot generate: {refusals[core]}.")
                 grouped.setdefault(reason, []).append(link)
     findings = []
     for (key, reason), links in grouped.items():

@@ -67,41 +67,56 @@ def setting_path(link: Link, key: str, smap: SourceMap) -> Path | None:
 
 
 def _check_phy(cluster: Cluster, out: _Collector) -> None:
+    # Links with the same PHY, lanes, rate, length and board ports have the same findings;
+    # a generated cluster has thousands of links and a handful of such kinds.
+    kinds: dict[tuple, list[tuple[str, str, str | None]]] = {}
     for link in cluster.links:
-        phy = PHYS[link.phy]
-        rate = link.line_rate
-        for end in (link.a, link.b):
-            board = cluster.node(end.node).board
-            port = board.ports[end.port]
-            if phy.port_kind != port.kind:
-                out.link(link, "E110", f"{link.phy} needs a {phy.port_kind} port, but "
-                         f"{board.name} port {end.port} is {port.kind}.", "phy")
-            elif phy.vendors and board.vendor not in phy.vendors:
-                out.link(link, "E110", f"{link.phy} is not available on {board.vendor} "
-                         f"FPGAs ({board.name}); it runs on {', '.join(sorted(phy.vendors))}.",
-                         "phy")
-            limits = []
-            if port.max_line_rate is not None:
-                limits.append((port.max_line_rate, f"port {end.port} of {board.name}"))
-            if port.kind == "serial" and board.transceivers is not None:
-                limits.append((board.transceivers.max_line_rate,
-                               f"the {board.transceivers.type} transceivers of {board.name}"))
-            for limit, what in limits:
-                if rate.value > limit.value:
-                    out.link(link, "E106", f"the line rate {rate} exceeds the {limit} limit of "
-                             f"{what}.", "line_rate")
-                    break
-        if not phy.min_rate.value <= rate.value <= phy.max_rate.value:
-            out.link(link, "E107", f"the line rate {rate} is outside the {phy.min_rate} to "
-                     f"{phy.max_rate} range of {link.phy}.", "line_rate")
-        if link.lanes > phy.max_lanes:
-            out.link(link, "E107", f"{link.phy} bonds at most {phy.max_lanes} lanes, not "
-                     f"{link.lanes}.", "lanes")
-        reach = _reach(cluster, link)
-        if reach is not None and link.length is not None and link.length.value > reach:
-            out.link(link, "W104", f"a source-synchronous parallel link of {link.length} is "
-                     f"longer than the {_q(reach, Dimension.LENGTH)} its pairs stay "
-                     "deskewed over.", "length")
+        ends = tuple((cluster.node(e.node).board.name, e.port) for e in (link.a, link.b))
+        kind = (link.phy, link.lanes, link.line_rate, link.length, ends)
+        if kind not in kinds:
+            kinds[kind] = _phy_findings(cluster, link)
+        for code, reason, key in kinds[kind]:
+            out.link(link, code, reason, key)
+
+
+def _phy_findings(cluster: Cluster, link: Link) -> list[tuple[str, str, str | None]]:
+    """(code, reason, setting) of every PHY, rate and reach finding on ``link``."""
+    found: list[tuple[str, str, str | None]] = []
+    phy = PHYS[link.phy]
+    rate = link.line_rate
+    for end in (link.a, link.b):
+        board = cluster.node(end.node).board
+        port = board.ports[end.port]
+        if phy.port_kind != port.kind:
+            found.append(("E110", f"{link.phy} needs a {phy.port_kind} port, but "
+                          f"{board.name} port {end.port} is {port.kind}.", "phy"))
+        elif phy.vendors and board.vendor not in phy.vendors:
+            found.append(("E110", f"{link.phy} is not available on {board.vendor} FPGAs "
+                          f"({board.name}); it runs on {', '.join(sorted(phy.vendors))}.",
+                          "phy"))
+        limits = []
+        if port.max_line_rate is not None:
+            limits.append((port.max_line_rate, f"port {end.port} of {board.name}"))
+        if port.kind == "serial" and board.transceivers is not None:
+            limits.append((board.transceivers.max_line_rate,
+                           f"the {board.transceivers.type} transceivers of {board.name}"))
+        for limit, what in limits:
+            if rate.value > limit.value:
+                found.append(("E106", f"the line rate {rate} exceeds the {limit} limit of "
+                              f"{what}.", "line_rate"))
+                break
+    if not phy.min_rate.value <= rate.value <= phy.max_rate.value:
+        found.append(("E107", f"the line rate {rate} is outside the {phy.min_rate} to "
+                      f"{phy.max_rate} range of {link.phy}.", "line_rate"))
+    if link.lanes > phy.max_lanes:
+        found.append(("E107", f"{link.phy} bonds at most {phy.max_lanes} lanes, not "
+                      f"{link.lanes}.", "lanes"))
+    reach = _reach(cluster, link)
+    if reach is not None and link.length is not None and link.length.value > reach:
+        found.append(("W104", f"a source-synchronous parallel link of {link.length} is longer "
+                      f"than the {_q(reach, Dimension.LENGTH)} its pairs stay deskewed over.",
+                      "length"))
+    return found
 
 
 def _reach(cluster: Cluster, link: Link) -> Fraction | None:
