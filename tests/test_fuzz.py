@@ -835,3 +835,15 @@ def test_one_flit_packets_are_refused_by_plan(run, tmp_path):
     assert result.output == ("error: A packet of at most 1 flit has no room for data after its "
                              "header flit in cluster 'c'; use a max_packet of at least 2 "
                              "flits.\n")
+
+
+def test_text_output_shows_names_as_written(run, tmp_path):
+    # Rich printed the text format and turned ':thumbs_up:' into an emoji, in the message
+    # and in the quoted source line.
+    path = tmp_path / "c.yaml"
+    path.write_text('optnet: 1\nname: ":thumbs_up:"\ntopology: {kind: ring, nodes: 3}\n')
+    lines = run("lint", str(path)).output.splitlines()
+    assert lines[:2] == [
+        f"{path}:2:7: error[E020]: The cluster name ':thumbs_up:' is not a legal name: it "
+        "must start with a letter and contain only ASCII letters, digits and underscores.",
+        ' 2 | name: ":thumbs_up:"']
