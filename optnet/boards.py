@@ -55,7 +55,9 @@ def _read(path: Path, display: str) -> tuple[_RawBoard | None, list[Diagnostic]]
 
 
 def _board_checks(board: BoardDesc, smap: SourceMap, stem: str) -> list[Diagnostic]:
-    diags = []
+    # The board's name (and file name) reaches output folder names, comments of Tcl
+    # scripts and Makefiles and the cabling plan.
+    diags = check_identifier(board.name, "board name", smap.at(("name",)))
     if board.name != stem:
         diags.append(Diagnostic("E030", f"The board file {stem}.yaml names its board "
                                 f"'{board.name}'; the name must match the file name.",
@@ -72,7 +74,10 @@ def _board_checks(board: BoardDesc, smap: SourceMap, stem: str) -> list[Diagnost
         else:
             used[pin] = path
 
+    diags += _iostandard_words(board, smap)
     for cname, clock in board.clocks.items():
+        diags += check_identifier(cname, f"clock name on board '{board.name}'",
+                                  smap.at(("clocks", cname), key=True))
         for key in ("pin", "p", "n"):
             claim(getattr(clock, key), ("clocks", cname, key))
     for pname, port in board.ports.items():
@@ -113,6 +118,22 @@ def _board_checks(board: BoardDesc, smap: SourceMap, stem: str) -> list[Diagnost
                 f"{did_you_mean(port.onboard.peer_port, board.ports)}",
                 smap.at((*where, "onboard", "peer_port"))))
     return diags
+
+
+def _iostandard_words(board: BoardDesc, smap: SourceMap) -> list[Diagnostic]:
+    """E030 for an I/O standard of several words on a board whose vendor names them with
+    one (Quartus has "1.8 V"; UCF and LPF could not even quote the space)."""
+    if board.vendor == "intel":
+        return []
+    places = [(("clocks", n, "iostandard"), c.iostandard) for n, c in board.clocks.items()]
+    places += [(("leds", "iostandard"), board.leds.iostandard if board.leds else None)]
+    for n, port in board.ports.items():
+        places += [(("ports", n, "iostandard"), port.iostandard),
+                   (("ports", n, "rx_iostandard"), port.rx_iostandard)]
+    return [Diagnostic("E030", f"The I/O standard '{std}' at {_dotted(path)} of board "
+                       f"'{board.name}' has a space; {board.vendor} I/O standards are one "
+                       f"word (LVDS_25, LVCMOS33).", smap.at(path))
+            for path, std in places if std and " " in std]
 
 
 def _dotted(path: tuple) -> str:

@@ -7,11 +7,13 @@ reported without a traceback unless ``OPTNET_DEBUG`` is set).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -24,10 +26,11 @@ from optnet.boards import load_library
 from optnet.diagnostics import Severity
 from optnet.emit.env import render_template
 from optnet.emit.format_doc import format_reference
+from optnet.emit.writer import OutputError, claim_output, write_into, write_tree
 from optnet.lint import InputError, lint_file, load_presets
 from optnet.render import FORMATS, render, summary
 from optnet.resources import data_dir, shown_path
-from optnet.routing.export import route_json, write_tables
+from optnet.routing.export import route_json, table_files
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.tables import node_tables
 from optnet.schema import board_schema, cluster_schema
@@ -71,7 +74,8 @@ def cli(verbose: int) -> None:
               help="Output format: human text, JSON, SARIF 2.1.0, or GitHub annotations.")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.option("--no-route", is_flag=True,
-              help="Skip routing and the deadlock proof (E2xx): faster on large clusters.")
+              help="Skip routing, the deadlock proof (E2xx) and the credit check that follows "
+                   "the routes (W101): faster on large clusters.")
 def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None:
     """Check cluster, preset and board FILES (or folders of them) without building.
 
@@ -88,6 +92,8 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None
             continue
         diags += result.diagnostics
         sources.update(result.sources)
+    # A local board is reported with the cluster that uses it and again when linted itself.
+    diags = list(dict.fromkeys(diags))
     out = render(diags, fmt, sources, len(paths))
     if fmt == "text":
         # Plain text, not through Rich: Rich turns ':thumbs_up:' in a quoted name into an
@@ -107,11 +113,28 @@ def lint(files: tuple[str, ...], fmt: str, strict: bool, no_route: bool) -> None
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def _lint_or_exit(file: str):
-    """Lint and route FILE; print its findings and exit 2 (unreadable) or 1 (errors, or not
-    routable) unless it routed cleanly. Returns the LintResult (``routed`` is set)."""
+@contextlib.contextmanager
+def _claimed(output: str | None, *, replace: bool) -> Iterator[None]:
+    """Claim output directory ``output`` (nothing if None) for the ``with`` block: check it
+    and take its lock before any work starts (:func:`optnet.emit.writer.claim_output`), and
+    print the reason and exit 2 when it cannot be written, then or at write time."""
+    if output is None:
+        yield
+        return
     try:
-        result = lint_file(Path(file))
+        with claim_output(Path(output), replace=replace):
+            yield
+    except OutputError as exc:
+        click.echo(f"optnet: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+def _lint_or_exit(file: str, *, hardware: bool = True):
+    """Lint and route FILE (and check its hardware, E3xx, unless not ``hardware``); print
+    its findings and exit 2 (unreadable) or 1 (errors, or not routable) unless it routed
+    cleanly. Returns the LintResult (``routed`` is set, and ``plans`` with ``hardware``)."""
+    try:
+        result = lint_file(Path(file), hardware=hardware)
     except InputError as exc:
         click.echo(f"optnet: {exc}", err=True)
         sys.exit(EXIT_USAGE)
@@ -134,22 +157,27 @@ def _lint_or_exit(file: str):
 def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str | None) -> None:
     """Route FILE, prove it deadlock-free and print the algorithm, proof and metrics.
 
-    Exit status 0 when routed and proven, 1 with any error finding, 2 when unreadable.
+    Exit status 0 when routed and proven, 1 with any error finding, 2 when unreadable or
+    the --emit directory cannot be written (other files there are left as they are).
     """
-    routed = _lint_or_exit(file).routed
-    metrics = compute_metrics(routed)
-    node_tabs = node_tables(routed) if tables or emit_dir else []
-    if emit_dir:
-        write_tables(Path(emit_dir), node_tabs)
-    if fmt == "json":
-        doc = route_json(routed, metrics, node_tabs if tables else None, paths)
-        click.echo(json.dumps(doc, indent=2))
-    else:
-        click.echo(render_template("report/route.txt.j2", r=routed, m=metrics,
-                                   tables=node_tabs if tables else None,
-                                   rate=lambda v: format_quantity(
-                                       Quantity(Fraction(v).limit_denominator(1000),
-                                                Dimension.RATE))), nl=False)
+    with _claimed(emit_dir, replace=False):
+        routed = _lint_or_exit(file, hardware=False).routed
+        metrics = compute_metrics(routed)
+        node_tabs = node_tables(routed) if tables or emit_dir else []
+        if emit_dir:
+            write_into(Path(emit_dir), table_files(node_tabs))
+        if fmt == "json":
+            doc = route_json(routed, metrics, node_tabs if tables else None, paths)
+            click.echo(json.dumps(doc, indent=2))
+        else:
+            click.echo(render_template("report/route.txt.j2", r=routed, m=metrics,
+                                       tables=node_tabs if tables else None, rate=_rate),
+                       nl=False)
+
+
+def _rate(bps: float) -> str:
+    """A rate to four significant digits, in the unit that suits it (``99.84Gbps``)."""
+    return format_quantity(Quantity(Fraction(Decimal(f"{bps:.4g}")), Dimension.RATE))
 
 
 @cli.command("hdl")
@@ -162,17 +190,19 @@ def route_command(file: str, fmt: str, tables: bool, paths: bool, emit_dir: str 
 def hdl(file: str, output: str, nodes: str | None, one_per_role: bool) -> None:
     """Generate the Verilog of every node of FILE (lint, route, plan, lower).
 
+    Files are added to OUTPUT node by node; other files there are left as they are.
     Exit status 0 when written, 1 when the cluster has errors or its hardware cannot be
-    generated, 2 when unreadable or a node name is unknown.
+    generated, 2 when unreadable, a node name is unknown or OUTPUT cannot be written.
     """
     from optnet.emit import hdl as emit_hdl
 
-    plans = _plans_or_exit(_lint_or_exit(file).routed, file, nodes)
-    if one_per_role:
-        plans = emit_hdl.one_per_role(plans)
-    for p in plans:
-        written = emit_hdl.write_files(Path(output), p.node, emit_hdl.node_files(p))
-        click.echo(f"{p.node}: {', '.join(shown_path(w) for w in written)}")
+    with _claimed(output, replace=False):
+        plans = _plans_or_exit(_lint_or_exit(file), file, nodes)
+        if one_per_role:
+            plans = emit_hdl.one_per_role(plans)
+        for p in plans:
+            written = emit_hdl.write_files(Path(output), p.node, emit_hdl.node_files(p))
+            click.echo(f"{p.node}: {', '.join(shown_path(w) for w in written)}")
 
 
 def _resources_or_exit(routed, plans) -> list:
@@ -194,17 +224,11 @@ def _resources_or_exit(routed, plans) -> list:
     return out
 
 
-def _plans_or_exit(routed, file: str, nodes: str | None):
-    """The hardware plans of ``routed`` (only ``nodes``, comma-separated, when given); print
-    the reasons and exit 1 when the hardware cannot be planned, 2 for an unknown node."""
-    from optnet.plan import PlanError, plan
-
-    try:
-        plans = plan(routed)
-    except PlanError as exc:
-        for reason in exc.args:
-            click.echo(f"error: {reason}", err=True)
-        sys.exit(EXIT_FINDINGS)
+def _plans_or_exit(result, file: str, nodes: str | None):
+    """The hardware plans lint made for ``result`` (only ``nodes``, comma-separated, when
+    given); exit 2 for an unknown node. Lint has already refused (E3xx) a cluster whose
+    hardware cannot be planned."""
+    plans = result.plans
     if nodes:
         wanted = {n.strip() for n in nodes.split(",") if n.strip()}
         unknown = sorted(wanted - {p.node for p in plans})
@@ -247,38 +271,35 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from optnet.emit.build import BitstreamError, BitstreamOptions, build_files
+    from optnet.emit.env import EscapeError
     from optnet.emit.projects import ProjectError
-    from optnet.emit.writer import OutputError, write_tree
     from optnet.hw.board import PllError
     from optnet.report.resources import ResourcesError
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    with err.status("lint and route"):
-        result = _lint_or_exit(file)
-    plans = _plans_or_exit(result.routed, file, nodes)
-    columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[item]}"))
-    with Progress(*columns, console=err, transient=not err.is_terminal) as bar:
-        tasks: dict[str, int] = {}
+    with _claimed(output, replace=True):
+        with err.status("lint and route"):
+            result = _lint_or_exit(file)
+        plans = _plans_or_exit(result, file, nodes)
+        columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[item]}"))
+        with Progress(*columns, console=err, transient=not err.is_terminal) as bar:
+            tasks: dict[str, int] = {}
 
-        def progress(stage: str, done: int, total: int, item: str) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total, item="")
-            bar.update(tasks[stage], completed=done, item=item)
+            def progress(stage: str, done: int, total: int, item: str) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total, item="")
+                bar.update(tasks[stage], completed=done, item=item)
 
-        try:
-            files = build_files(
-                result.routed, plans, result.sources, jobs=jobs, progress=progress,
-                bitstream=BitstreamOptions(seed, timing_allow_fail) if bitstream else None,
-                resources=resources)
-        except (ProjectError, PllError, BitstreamError, ResourcesError) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(EXIT_FINDINGS)
-        try:
+            try:
+                files = build_files(
+                    result.routed, plans, result.sources, jobs=jobs, progress=progress,
+                    bitstream=BitstreamOptions(seed, timing_allow_fail) if bitstream else None,
+                    resources=resources)
+            except (ProjectError, PllError, BitstreamError, ResourcesError, EscapeError) as exc:
+                click.echo(f"error: {exc}", err=True)
+                sys.exit(EXIT_FINDINGS)
             stats = write_tree(Path(output), files)
-        except OutputError as exc:
-            click.echo(f"optnet: {exc}", err=True)
-            sys.exit(EXIT_USAGE)
     err.print(f"built {len(plans)} node(s) of {result.routed.cluster.name} into "
               f"{shown_path(Path(output))}: {len(files)} files, {len(stats.written)} written, "
               f"{stats.kept} unchanged", style="green")
@@ -300,24 +321,21 @@ def report(files: tuple[str, ...], output: str, resources: bool) -> None:
     Exit status 0 when written, 1 when a cluster has errors (or cannot be synthesised), 2
     when a file is unreadable or OUTPUT cannot be replaced.
     """
-    from optnet.emit.writer import MANIFEST, OutputError, manifest_text, sha256, write_tree
+    from optnet.emit.writer import MANIFEST, manifest_text, sha256
     from optnet.report.render import report_files
     from optnet.report.summary import REPORT_VERSION
 
-    results = [_lint_or_exit(file) for file in files]
-    usage = ([_resources_or_exit(r.routed, _plans_or_exit(r.routed, f, None))
-              for r, f in zip(results, files, strict=True)] if resources else ())
-    texts = report_files([r.routed for r in results], resources=usage)
-    data = {rel: text.encode("utf-8") for rel, text in texts.items()}
-    inputs = {name: sha256(text.encode("utf-8")) for r in results
-              for name, text in sorted(r.sources.items())}
-    data[MANIFEST] = manifest_text({"format": "optnet-report", "version": REPORT_VERSION,
-                                    "optnet": __version__, "inputs": inputs}, data).encode()
-    try:
+    with _claimed(output, replace=True):
+        results = [_lint_or_exit(file) for file in files]
+        usage = ([_resources_or_exit(r.routed, _plans_or_exit(r, f, None))
+                  for r, f in zip(results, files, strict=True)] if resources else ())
+        texts = report_files([r.routed for r in results], resources=usage)
+        data = {rel: text.encode("utf-8") for rel, text in texts.items()}
+        inputs = {name: sha256(text.encode("utf-8")) for r in results
+                  for name, text in sorted(r.sources.items())}
+        data[MANIFEST] = manifest_text({"format": "optnet-report", "version": REPORT_VERSION,
+                                        "optnet": __version__, "inputs": inputs}, data).encode()
         write_tree(Path(output), data)
-    except OutputError as exc:
-        click.echo(f"optnet: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
     names = ", ".join(r.routed.cluster.name for r in results)
     Console(stderr=True, highlight=False, soft_wrap=True).print(
         f"reported {names} into {shown_path(Path(output))}", style="green")
@@ -369,7 +387,7 @@ def topologies(fmt: str) -> None:
     """List the topology presets with their size and shape."""
     rows = []
     for name in sorted(load_presets()):
-        result = lint_file(data_dir("topologies") / f"{name}.yaml")
+        result = lint_file(data_dir("topologies") / f"{name}.yaml", hardware=False)
         cluster = result.cluster
         topo = cluster.desc.topology if cluster else None
         rows.append({
@@ -384,6 +402,64 @@ def topologies(fmt: str) -> None:
     _listing(rows, fmt, "optnet topology presets", [
         ("preset", "name"), ("kind", "kind"), ("nodes", "nodes"), ("links", "links"),
         ("board", "board"), ("description", "description")])
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def examples(fmt: str) -> None:
+    """List the example clusters shipped with optnet; start your own from one with
+    'optnet init --from NAME'."""
+    rows = []
+    for path in sorted(data_dir("examples").glob("*.yaml")):
+        cluster = lint_file(path, routing=False).cluster
+        rows.append({
+            "name": path.stem,
+            "nodes": len(cluster.nodes) if cluster else None,
+            "board": cluster.nodes[0].board.name if cluster and cluster.nodes else None,
+            "description": (cluster.desc.description or "") if cluster else "",
+        })
+    _listing(rows, fmt, "optnet examples", [
+        ("example", "name"), ("nodes", "nodes"), ("board", "board"),
+        ("description", "description")])
+
+
+#: The modeline of a shipped example names the schema relative to the repository.
+_MODELINE = "# yaml-language-server: $schema=../schema/cluster.schema.json"
+
+
+@cli.command()
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.option("--from", "example", required=True, metavar="NAME",
+              help="The shipped example to start from ('optnet examples' lists them).")
+def init(file: str | None, example: str) -> None:
+    """Write a new cluster FILE (default: NAME.yaml here) from a shipped example, to edit
+    and build. An existing file is never overwritten.
+
+    Exit status 0 when written, 2 for an unknown example or when FILE exists.
+    """
+    shipped = {p.stem: p for p in data_dir("examples").glob("*.yaml")}
+    if example not in shipped:
+        click.echo(f"optnet: there is no example called {example!r}; the examples are "
+                   f"{', '.join(sorted(shipped))}.", err=True)
+        sys.exit(EXIT_USAGE)
+    target = Path(file or f"{example}.yaml")
+    schema_path = data_dir("schema") / "cluster.schema.json"
+    text = shipped[example].read_text(encoding="utf-8").replace(
+        _MODELINE, f"# yaml-language-server: $schema={schema_path.as_uri()}", 1)
+    try:
+        with open(target, "x", encoding="utf-8") as out:     # "x": never overwrite
+            out.write(text)
+    except FileExistsError:
+        click.echo(f"optnet: {shown_path(target)} exists; optnet init does not overwrite "
+                   "files.", err=True)
+        sys.exit(EXIT_USAGE)
+    except OSError as exc:
+        click.echo(f"optnet: cannot write {shown_path(target)}: {exc.strerror or exc}.",
+                   err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(f"wrote {shown_path(target)}; build it with: optnet build {shown_path(target)} "
+               "-o build/")
 
 
 def _listing(rows: list[dict], fmt: str, title: str,

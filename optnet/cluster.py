@@ -18,7 +18,7 @@ from optnet.spec.models import BoardDesc, ClusterDesc, PortSettings
 from optnet.spec.source import Path
 from optnet.units import Quantity
 
-__all__ = ["Cluster", "End", "Link", "Node", "graph", "hop_latency"]
+__all__ = ["Cluster", "End", "Link", "Node", "graph"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,18 @@ class Link:
     dim: int | None
     origin: Path
 
+    def setting_paths(self, key: str) -> tuple[Path, ...]:
+        """Where setting ``key`` (``phy``, ``lanes``, ``line_rate``, ``length``) of this link
+        may be written, in the order elaboration layers them: the link itself (explicit
+        links), the topology's link settings (generated links), ``defaults.link``. The first
+        of these the file has is where a finding about the setting belongs."""
+        if self.role == "explicit":
+            paths: tuple[Path, ...] = ((*self.origin, key),)
+        else:
+            paths = (("topology", "global_link", key),) if self.role == "global" else ()
+            paths += (("topology", "link", key),)
+        return (*paths, ("defaults", "link", key))
+
     @property
     def bandwidth(self) -> Fraction:
         """Payload-capable bit/s in each direction after line encoding."""
@@ -145,17 +157,3 @@ def graph(cluster: Cluster) -> nx.MultiGraph:
     g.add_nodes_from(n.name for n in cluster.nodes)
     g.add_edges_from((link.a.node, link.b.node, link.index) for link in cluster.links)
     return g
-
-
-# Signal propagation in copper and fibre: about 5 ns per metre.
-_NS_PER_M = Fraction(5, 10**9)
-
-
-def hop_latency(cluster: Cluster, link: Link) -> Fraction:
-    """Simple one-way latency of one hop over ``link`` in seconds: router pipeline, PHY pair,
-    and propagation; routing weighs paths by it. The report's model
-    (:func:`optnet.report.latency.hop`) adds the link layers, serialisation and overrides."""
-    net = cluster.desc.network
-    router = Fraction(net.router.pipeline) / net.clock.value
-    length = link.length.value if link.length is not None else Fraction(1)
-    return router + PHYS[link.phy].pair_latency(link.line_rate.value) + length * _NS_PER_M

@@ -16,6 +16,7 @@ __all__ = [
     "Code",
     "Diagnostic",
     "DiagnosticError",
+    "Finding",
     "Location",
     "Related",
     "Severity",
@@ -38,7 +39,7 @@ class Code:
     ----------
     code : str
         ``E0xx`` file and schema, ``E1xx`` physical and topological, ``E2xx`` routing,
-        ``Wxxx`` warnings.
+        ``E3xx`` hardware planning (plan, clocks, projects), ``Wxxx`` warnings.
     name : str
         Short kebab-case name, used as the SARIF rule name.
     severity : Severity
@@ -104,8 +105,19 @@ CODES: dict[str, Code] = _codes(
     ("E202", "routing-not-applicable", "The chosen routing algorithm cannot route this "
                                        "topology."),
     ("E203", "broadcast-unsupported", "The broadcast mode cannot work on this network."),
-    ("W101", "credit-below-bdp", "A credit is smaller than the bandwidth-delay product of the "
-                                 "longest path, so the flow cannot reach full bandwidth."),
+    ("E301", "phy-without-hardware", "A link runs a PHY that optnet has no hardware adapter "
+     "for."),
+    ("E302", "header-exceeds-flit", "The packet header does not fit one flit."),
+    ("E303", "endpoint-exceeds-flit", "An endpoint's beat is wider than a flit."),
+    ("E304", "broadcast-without-hardware", "The broadcast mode has no hardware that works on "
+     "this network."),
+    ("E305", "packet-without-data", "A maximum packet has no room for data after its "
+     "header."),
+    ("E310", "clock-unreachable", "A board's PLL cannot make the clocks a node needs."),
+    ("E320", "project-unsupported", "A node's vendor project or link IP cannot be generated."),
+    ("W101", "credit-below-bdp", "A managed endpoint's credits do not cover its slowest "
+                                 "credit loop (the bandwidth-delay product), so the flow "
+                                 "cannot reach full bandwidth."),
     ("W102", "packet-exceeds-buffer", "A maximum-size packet does not fit an input buffer."),
     ("W103", "unverified-pins", "A link uses a board port whose pins are not verified."),
     ("W104", "link-too-long", "A link is longer than its PHY and connector reach reliably."),
@@ -180,3 +192,36 @@ class DiagnosticError(Exception):
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         super().__init__("; ".join(d.message for d in diagnostics))
         self.diagnostics = diagnostics
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A diagnostic raised by a stage that has no source map (plan, hw, emit).
+
+    It names the value path of the cluster file it is about (``origin``, as in
+    :attr:`optnet.cluster.Node.origin`); the lint driver turns it into a
+    :class:`Diagnostic` located there. ``str()`` is the message, so a finding reads as a
+    sentence wherever it is printed.
+    """
+
+    code: str
+    message: str
+    origin: tuple[str | int, ...] = ()
+    hint: str | None = None
+    settings: tuple[tuple[str | int, ...], ...] = ()
+    """Paths the finding's setting may be written at (``Link.setting_paths``), most
+    specific first; the first the file has is used before ``origin``."""
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"Finding code {self.code!r} is not registered in CODES")
+
+    def __str__(self) -> str:
+        return self.message
+
+    def located(self, smap) -> Diagnostic:
+        """This finding as a diagnostic in ``smap`` (a
+        :class:`~optnet.spec.source.SourceMap`): at the first of ``settings`` the file
+        has, else at ``origin``."""
+        path = next((p for p in self.settings if p in smap.values), self.origin)
+        return Diagnostic(self.code, self.message, smap.at(path), self.hint)

@@ -28,8 +28,8 @@ __all__ = ["DEFAULT_PHY", "elaborate", "parse_end"]
 # The PHY a port gets when nothing names one: each vendor's own streaming link IP.
 DEFAULT_PHY = {"parallel": "lvds", "xilinx": "aurora_64b66b", "intel": "serial_lite_3",
                "lattice": "raw_8b10b"}
-_END = re.compile(r"^(?P<node>[^.\[\]\s]+)\.(?P<port>[^.\[\]\s]+)"
-                  r"(?:\[(?P<first>[0-9]{1,3})(?:\.\.(?P<last>[0-9]{1,3}))?\])?$")
+_END = re.compile(r"(?P<node>[^.\[\]\s]+)\.(?P<port>[^.\[\]\s]+)"
+                  r"(?:\[(?P<first>[0-9]{1,3})(?:\.\.(?P<last>[0-9]{1,3}))?\])?")
 _FIELDS = ("phy", "lanes", "line_rate", "length")
 
 
@@ -71,7 +71,7 @@ class _Pending:
 
 def parse_end(text: str) -> tuple[str, str, int | None, int | None] | None:
     """Split ``node.port``, ``node.port[i]`` or ``node.port[i..j]``; None if malformed."""
-    match = _END.match(text)
+    match = _END.fullmatch(text)
     if match is None:
         return None
     first = int(match["first"]) if match["first"] is not None else None
@@ -93,8 +93,10 @@ def _layers(*layers: m.LinkSettings | m.PortSettings | None) -> dict:
 
 
 class _Elaborator:
-    def __init__(self, desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary) -> None:
+    def __init__(self, desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary,
+                 broken: frozenset[str]) -> None:
         self.desc = desc
+        self.broken = broken
         self.smap = smap
         self.library = library
         self.diags: list[Diagnostic] = []
@@ -284,6 +286,8 @@ class _Elaborator:
             return None
         node, port, first, last = parsed
         if node not in self.protos:
+            if node in self.broken:
+                return None  # the node's own errors are reported; the link waits for them
             self.error("E102", f"The link end '{text}' names node '{node}', which the "
                        f"cluster does not have.{did_you_mean(node, self.protos)}", path)
             return None
@@ -339,6 +343,27 @@ class _Elaborator:
                 settings, gl.role, gl.dim, ("topology",)))
         return pendings
 
+    def _kind(self, pending: _Pending) -> str:
+        phy = pending.settings.get("phy")
+        return PHYS[phy].port_kind if phy else ("parallel" if pending.role == "intra"
+                                                  else "serial")
+
+    def _suitable(self, pending: _Pending, node: str) -> list[str]:
+        """The ports of ``node``'s board a generated link of ``pending``'s kind may use, in
+        board order (whatever their free lanes and, on-board, their peer)."""
+        board, proto = self.boards[node], self.protos[node]
+        phy = pending.settings.get("phy")
+        kind = self._kind(pending)
+        names = []
+        for pname, port in board.ports.items():
+            if port.kind != kind or (port.connector == "onboard") != (pending.role == "intra"):
+                continue
+            set_phy = proto.ports.get(pname) and proto.ports[pname].phy
+            if phy and set_phy and set_phy != phy:
+                continue
+            names.append(pname)
+        return names
+
     def _pick(self, pending: _Pending, side: int, peer: str) -> _EndSpec | None:
         """The first port of the right kind with enough free lanes, in board order.
 
@@ -348,16 +373,9 @@ class _Elaborator:
         """
         node = pending.ends[side].node
         board, proto = self.boards[node], self.protos[node]
-        phy = pending.settings.get("phy")
-        kind = PHYS[phy].port_kind if phy else ("parallel" if pending.role == "intra"
-                                                  else "serial")
         wanted = pending.settings.get("lanes")
-        for pname, port in board.ports.items():
-            if port.kind != kind or (port.connector == "onboard") != (pending.role == "intra"):
-                continue
-            set_phy = proto.ports.get(pname) and proto.ports[pname].phy
-            if phy and set_phy and set_phy != phy:
-                continue
+        for pname in self._suitable(pending, node):
+            port = board.ports[pname]
             if port.onboard and pending.role == "intra":
                 per = self.desc.topology.per_enclosure
                 mine, theirs = proto.position, self.protos[peer].position
@@ -371,40 +389,81 @@ class _Elaborator:
                 return _EndSpec(node, pname, start, start + count - 1, ("topology",))
         return None
 
+    def _capacity(self, pending: _Pending, node: str, lanes: int | None) -> int:
+        """Links of ``lanes`` lanes each (None: a whole port each) that the suitable ports
+        of ``node``'s board hold."""
+        ports = self.boards[node].ports
+        return sum(1 if lanes is None else len(ports[p].lanes) // lanes
+                   for p in self._suitable(pending, node))
+
     def assign_generated(self, pendings: list[_Pending]) -> list[_Pending]:
         placed = []
         failed: dict[tuple[str, str], list[str]] = {}
         for p in pendings:
-            ends = []
-            for side in (0, 1):
-                end = self._pick(p, side, p.ends[1 - side].node)
+            # Both ends are tried, so every node short of ports is found, and lanes are
+            # taken only for a link placed at both ends: a link that cannot be placed must
+            # not use up the ports of a node that has room.
+            ends = [self._pick(p, side, p.ends[1 - side].node) for side in (0, 1)]
+            for side, end in enumerate(ends):
                 if end is None:
-                    failed.setdefault((self.boards[p.ends[side].node].name, p.role),
-                                      []).append(p.ends[side].node)
-                    break
-                ends.append(end)
+                    node = p.ends[side].node
+                    failed.setdefault((self.boards[node].name, p.role), []).append(node)
+            if None in ends:
+                continue
+            for end in ends:
                 width = end.last - end.first + 1
                 self._lanes(end.node, end.port)[end.first:end.last + 1] = [p.label] * width
                 p.settings["lanes"] = width
-            if len(ends) == 2:
-                p.ends = tuple(ends)
-                placed.append(p)
+            p.ends = tuple(ends)
+            placed.append(p)
         for (board_name, role), nodes in failed.items():
-            board = self.library.boards[board_name]
-            ports = ", ".join(f"{n} ({len(pt.lanes)} {pt.kind} lane"
-                              f"{'s' if len(pt.lanes) > 1 else ''})"
-                              for n, pt in board.ports.items()) or "none"
-            first = nodes[0]
-            more = f" (and {len(set(nodes)) - 1} other nodes)" if len(set(nodes)) > 1 else ""
-            needed = sum(1 for p in pendings if first in (p.ends[0].node, p.ends[1].node)
-                         and p.role == role)
-            self.error("E112", f"Node '{first}'{more} needs {needed} {role} links of "
-                       f"{_lanes_of(pendings, role)} each, but its board '{board_name}' "
-                       f"does not have enough free ports of the right kind; its ports: "
-                       f"{ports}.", ("topology",), key=True,
-                       hint="Use fewer lanes per link, a board with more ports, or "
-                       "explicit links.")
+            self._lacks_ports(board_name, role, list(dict.fromkeys(nodes)), pendings)
         return placed
+
+    def _lacks_ports(self, board_name: str, role: str, nodes: list[str],
+                     pendings: list[_Pending]) -> None:
+        """E112 for the ``nodes`` of board ``board_name`` that could not place all their
+        generated ``role`` links: how many need how many links, how many the board holds,
+        and the lane count that would fit."""
+        board = self.library.boards[board_name]
+        mine = [p for p in pendings if p.role == role]
+        example = mine[0]
+        lanes = next((p.settings.get("lanes") for p in mine), None)
+        demand: dict[str, int] = {}
+        for p in mine:
+            for end in p.ends:
+                demand[end.node] = demand.get(end.node, 0) + 1
+        # Every node of this board with more links than its ports hold, not only those whose
+        # turn came when the ports were full, and any that failed otherwise.
+        order = {name: i for i, name in enumerate(self.protos)}
+        nodes = sorted({n for n, count in demand.items()
+                        if self.boards[n].name == board_name
+                        and count > self._capacity(example, n, lanes)} | set(nodes),
+                       key=order.__getitem__)
+        most = max(demand[n] for n in nodes)
+        first = nodes[0]
+        fits = self._capacity(example, first, lanes)
+        width = _lanes(lanes) if lanes else "a whole port"
+        ports = ", ".join(f"{n} ({len(pt.lanes)} {pt.kind} lane"
+                          f"{'s' if len(pt.lanes) > 1 else ''})"
+                          for n, pt in board.ports.items()) or "none"
+        shown = ", ".join(f"'{n}'" for n in nodes[:4]) + (", ..." if len(nodes) > 4 else "")
+        who = (f"Node {shown} needs" if len(nodes) == 1
+               else f"{len(nodes)} nodes ({shown}) need up to")
+        narrower = next((k for k in range((lanes or 1) - 1, 0, -1)
+                         if self._capacity(example, first, k) >= most), None) if lanes else None
+        if narrower is not None:
+            advice = (f"with {_lanes(narrower)} each, "
+                      f"{self._capacity(example, first, narrower)} would fit")
+            hint = (f"Give the {role} links {_lanes(narrower)}, use a board with more ports, "
+                    "or add explicit links.")
+        else:
+            advice = "no narrower link would fit more"
+            hint = "Use a board with more ports of that kind, or explicit links."
+        self.error("E112", f"{who} {most} {role} links of {width} each, but the "
+                   f"{self._kind(example)} ports of board '{board_name}' hold at most {fits} "
+                   f"such link{'s' if fits != 1 else ''} ({advice}); its ports: {ports}.",
+                   ("topology",), key=True, hint=hint)
 
     def finish(self, p: _Pending) -> None:
         ends = [End(e.node, e.port, tuple(range(e.first, e.last + 1))) for e in p.ends]
@@ -431,8 +490,8 @@ class _Elaborator:
         gen = self.generated()
         self.explicit_nodes()
         if not self.protos:
-            if self.desc.topology is not None:
-                return None  # the generator has already said why there are no nodes
+            if self.desc.topology is not None or self.broken:
+                return None  # the generator or the nodes' own errors have said why
             self.error("E116", "The cluster has no nodes: give a 'topology' or a list of "
                        "'nodes'.", ())
             return None
@@ -478,14 +537,13 @@ def _lanes(count: int) -> str:
     return f"{count} lane{'s' if count != 1 else ''}"
 
 
-def _lanes_of(pendings: list[_Pending], role: str) -> str:
-    lanes = next(p.settings.get("lanes") for p in pendings if p.role == role)
-    return _lanes(lanes) if lanes else "a whole port's lanes"
-
-
-def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary
-              ) -> tuple[Cluster | None, list[Diagnostic]]:
+def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary, *,
+              broken: frozenset[str] = frozenset()) -> tuple[Cluster | None, list[Diagnostic]]:
     """Elaborate ``desc``.
+
+    ``broken`` names nodes the file declares but that were left out of ``desc`` for their
+    schema errors (:func:`optnet.spec.validate.validate_pruned`): links to them are left
+    out without an E102 of their own.
 
     Returns
     -------
@@ -495,6 +553,6 @@ def elaborate(desc: m.ClusterDesc, smap: SourceMap, library: BoardLibrary
         E114, E116, and E014 for more than ``MAX_NODES`` nodes). The cluster is None only
         when there are no nodes at all or too many.
     """
-    elaborator = _Elaborator(desc, smap, library)
+    elaborator = _Elaborator(desc, smap, library, broken)
     cluster = elaborator.run()
     return cluster, elaborator.diags

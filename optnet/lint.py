@@ -9,17 +9,28 @@ from optnet.boards import BoardLibrary, load_board_file, load_library
 from optnet.cluster import Cluster
 from optnet.diagnostics import Diagnostic, DiagnosticError, Location, Severity
 from optnet.elaborate import elaborate
+from optnet.model import model_params
 from optnet.resources import data_dir, shown_path
+from optnet.routing.latency import check_credit
 from optnet.routing.route import Routed, route
 from optnet.spec.checks import check_cluster
 from optnet.spec.inherit import inherit
 from optnet.spec.models import ClusterDesc
 from optnet.spec.source import InputError, SourceMap, load_yaml, read_source
-from optnet.spec.validate import validate_model
+from optnet.spec.validate import validate_pruned
 
 __all__ = ["FORMAT_VERSION", "InputError", "LintResult", "lint_file", "load_presets"]
 
 FORMAT_VERSION = 1
+
+#: Lists of a cluster file whose items are left out, one by one, when they have schema
+#: errors, and top-level sections left at their defaults (nothing before routing reads
+#: them), so that lint still checks the rest of the file.
+_LISTS = ("nodes", "links", "endpoints")
+_SECTIONS = ("description", "source", "routing", "model")
+
+#: Errors on a whole cluster that leave its graph as it is, so routing still runs.
+_ROUTABLE = frozenset({"E106", "E107", "E110", "E113", "E115", "E117"})
 
 
 @dataclass
@@ -30,6 +41,8 @@ class LintResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     cluster: Cluster | None = None
     routed: Routed | None = None
+    plans: list | None = None
+    """The nodes' hardware plans (:func:`optnet.plan.plan`) when the hardware checks ran."""
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -67,7 +80,8 @@ def _version(data: dict, smap: SourceMap, key: str, what: str) -> list[Diagnosti
 
 
 def lint_file(path: Path, display: str | None = None,
-              library: BoardLibrary | None = None, *, routing: bool = True) -> LintResult:
+              library: BoardLibrary | None = None, *, routing: bool = True,
+              hardware: bool = True) -> LintResult:
     """Load, validate and elaborate a cluster (or preset) file and run every check on it;
     a board file (one with ``optnet_board:``) is checked as a board instead.
 
@@ -80,7 +94,11 @@ def lint_file(path: Path, display: str | None = None,
         Boards to use; by default the shipped library plus a ``boards/`` folder next to the
         file.
     routing : bool
-        Also route the cluster and prove it deadlock-free (E2xx); on by default.
+        Also route the cluster, prove it deadlock-free (E2xx) and check the endpoints'
+        credits against the routes (W101); on by default.
+    hardware : bool
+        After a clean routing, also plan the hardware and check what the build would refuse
+        (E3xx: PHYs without hardware, flit formats, clocks, vendor projects); on by default.
 
     Raises
     ------
@@ -116,7 +134,10 @@ def lint_file(path: Path, display: str | None = None,
         except DiagnosticError as exc:
             result.diagnostics += exc.diagnostics
             return result
-    desc, diags = validate_model(ClusterDesc, data, smap)
+    # Schema errors leave out the node, link or endpoint they are in (or the report model,
+    # routing or description section), so that the rest of the file is still checked.
+    desc, diags, smap, pruned = validate_pruned(ClusterDesc, data, smap, lists=_LISTS,
+                                                keys=_SECTIONS)
     result.diagnostics += diags
     if desc is None:
         return result
@@ -127,17 +148,40 @@ def lint_file(path: Path, display: str | None = None,
         mine = {shown_path(p) for p in local.glob("*.yaml")} if local.is_dir() else set()
         result.diagnostics += [d for d in library.diagnostics
                                if d.location and d.location.file in mine]
-    cluster, diags = elaborate(desc, smap, library)
+    cluster, diags = elaborate(desc, smap, library, broken=pruned.names)
     result.diagnostics += diags
     if cluster is not None:
         complete = not any(d.severity is Severity.ERROR for d in result.diagnostics)
         result.diagnostics += check_cluster(cluster, smap, complete=complete)
         result.cluster = cluster
-        # Routing needs a whole, physically sound cluster; its findings are E2xx.
-        if routing and not any(d.severity is Severity.ERROR for d in result.diagnostics):
+        # Routing needs the whole cluster, every node and link of it; findings about rates,
+        # buffers and credits do not change its graph. Its own findings are E2xx, and the
+        # credit check (W101) follows routes that are deadlock-free, as the report's credit
+        # table does.
+        if routing and complete and all(d.severity is Severity.WARNING
+                                        or d.code in _ROUTABLE for d in result.diagnostics):
             result.routed, diags = route(cluster, smap)
             result.diagnostics += diags
+            if result.routed is not None and result.routed.proof.ok:
+                result.diagnostics += check_credit(result.routed, model_params(cluster), smap)
+            if hardware and result.ok:
+                result.diagnostics += _hardware(result, smap)
     return result
+
+
+def _hardware(result: LintResult, smap: SourceMap) -> list[Diagnostic]:
+    """Plan the hardware of ``result.routed`` (kept in ``result.plans``) and check what the
+    emitters would refuse; every finding located in ``smap``."""
+    # Lint drives the whole pipeline here, as the CLI does; imported late because the
+    # hardware stages pull in Amaranth and Jinja2, which lint without routing never needs.
+    from optnet.emit.checks import hardware_findings
+    from optnet.plan import PlanError, plan
+
+    try:
+        result.plans = plan(result.routed)
+    except PlanError as exc:
+        return [finding.located(smap) for finding in exc.args]
+    return [f.located(smap) for f in hardware_findings(result.routed.cluster, result.plans)]
 
 
 def _lint_board(path: Path, display: str, result: LintResult) -> LintResult:

@@ -1,8 +1,8 @@
 """What each link protocol (PHY) supports: vendors, port kinds, lane and line-rate ranges.
 
 Figures come from the vendors' product guides, cited per entry; ``latency`` is a typical
-one-way latency of the PHY pair (serialiser, encoding, alignment, deserialiser) used by the
-simple per-hop model until the report stage refines it.
+one-way latency of the PHY pair (serialiser, encoding, alignment, deserialiser), the PHY's
+part of a hop in the latency model every command uses (:mod:`optnet.model`).
 """
 
 from __future__ import annotations

@@ -12,11 +12,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from optnet.cluster import Cluster, Link
+from optnet.diagnostics import Finding
 from optnet.hw.endpoint import EndpointConfig
 from optnet.hw.flit import FlitFormat, clog2
 from optnet.hw.link import LinkConfig
-from optnet.hw.phy.vendor import user_width_for
+from optnet.hw.phy.vendor import VENDOR_PHYS, ip_ports, user_width_for
 from optnet.hw.router import RouterConfig
+from optnet.model import BLOCK_TABLE_FAMILIES, endpoint_credits
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.proof import Waits, prove
 from optnet.routing.route import Routed
@@ -28,18 +31,13 @@ __all__ = ["BLOCK_TABLE_FAMILIES", "HW_PHYS", "NodePlan", "PlanError", "PortPlan
 #: PHYs the hardware generator has an adapter for.
 HW_PHYS = ("aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "lvds")
 
-#: Families whose routers keep their tables (and the node id) in block RAM, so that the
-#: open flow places and routes a role once and patches each node's tables into its
-#: bitstream (:mod:`optnet.emit.bitstream`).
-BLOCK_TABLE_FAMILIES = ("ecp5",)
-
 #: Header bits reserved for the header's argument (credit grants).
 _ARG_BITS = 16
 
 
 class PlanError(Exception):
-    """The cluster is valid but its hardware cannot be generated; ``args`` are full-sentence
-    reasons, one per problem."""
+    """The cluster is valid but its hardware cannot be generated; ``args`` are the
+    :class:`~optnet.diagnostics.Finding` s (E30x), one per problem."""
 
 
 @dataclass(frozen=True)
@@ -129,14 +127,11 @@ def plan(routed: Routed) -> list[NodePlan]:
     cluster = routed.cluster
     desc = cluster.desc
     net = desc.network
-    problems: list[str] = []
-    for link in cluster.links:
-        if link.phy not in HW_PHYS:
-            problems.append(f"Link {link} runs '{link.phy}', which optnet cannot generate "
-                            f"hardware for yet; it has adapters for {', '.join(HW_PHYS)}.")
+    problems = _link_findings(cluster)
     hw_broadcast, note = _hardware_broadcast(routed)
     if hw_broadcast is None:
-        problems.append(note)
+        problems.append(Finding("E304", note, ("routing", "broadcast"),
+                                hint="Use 'broadcast: tree', or give the network more VCs."))
     # A cluster that declares no endpoints gets one unmanaged endpoint, "user", as wide as
     # a flit, so every node still has a port for the user's logic.
     eps = desc.endpoints or [EndpointDesc(name="user", width=net.flit_width, managed=False)]
@@ -146,17 +141,21 @@ def plan(routed: Routed) -> list[NodePlan]:
         ep_bits=clog2(max(len(eps), 1)), prio_bits=clog2(net.priorities),
         arg_bits=_ARG_BITS)
     if fmt.header_bits > fmt.width:
-        problems.append(f"The packet header needs {fmt.header_bits} bits but flits are "
-                        f"{fmt.width} bits wide in cluster '{cluster.name}'; use a flit_width "
-                        f"of at least {-(-fmt.header_bits // 8) * 8}.")
+        problems.append(Finding(
+            "E302", f"The packet header needs {fmt.header_bits} bits but flits are "
+            f"{fmt.width} bits wide in cluster '{cluster.name}'.", ("network", "flit_width"),
+            hint=f"Use a flit_width of at least {-(-fmt.header_bits // 8) * 8}."))
     if net.max_packet.value < 2:
-        problems.append(f"A packet of at most {net.max_packet} has no room for data after "
-                        f"its header flit in cluster '{cluster.name}'; use a max_packet of at "
-                        "least 2 flits.")
-    for ep in eps:
+        problems.append(Finding(
+            "E305", f"A packet of at most {net.max_packet} has no room for data after its "
+            f"header flit in cluster '{cluster.name}'.", ("network", "max_packet"),
+            hint="Use a max_packet of at least 2 flits."))
+    for i, ep in enumerate(desc.endpoints):
         if ep.width > fmt.width:
-            problems.append(f"Endpoint '{ep.name}' is {ep.width} bits wide but flits are "
-                            f"{fmt.width} bits; one beat must fit one flit.")
+            problems.append(Finding(
+                "E303", f"Endpoint '{ep.name}' is {ep.width} bits wide but flits are "
+                f"{fmt.width} bits; one beat must fit one flit.", ("endpoints", i, "width"),
+                hint=f"Make the endpoint at most {fmt.width} bits wide, or widen the flits."))
     if problems:
         raise PlanError(*problems)
     routed = dataclasses.replace(routed, broadcast=hw_broadcast)
@@ -193,9 +192,8 @@ def plan(routed: Routed) -> list[NodePlan]:
         endpoints = tuple(EndpointConfig(
             fmt, node.id, i, ep.width, max_packet, waits.broadcast_flits, managed=ep.managed,
             buffer=int(ep.buffer.value) if ep.buffer is not None else 64,
-            credit=ep.credit if ep.credit is not None else 16,
-            offset=ep.offset if ep.offset is not None else 0,
-            init_budget=ep.init_budget if ep.init_budget is not None else 1,
+            **dict(zip(("init_budget", "credit", "offset"), endpoint_credits(ep),
+                       strict=True)),
             priority=min(ep.priority, net.priorities - 1)) for i, ep in enumerate(eps))
         board = node.board
         plans.append(NodePlan(
@@ -203,6 +201,36 @@ def plan(routed: Routed) -> list[NodePlan]:
             float(net.clock.value), fmt, router, tuple(ports), endpoints,
             tuple(ep.name for ep in eps), table))
     return plans
+
+
+def _link_findings(cluster: Cluster) -> list[Finding]:
+    """E301 for links whose PHY has no hardware adapter or whose vendor IP cannot be made
+    (the lane count or FPGA family the core does not support), one finding per reason."""
+    grouped: dict[tuple[str, str], list[Link]] = {}
+    for link in cluster.links:
+        if link.phy not in HW_PHYS:
+            reason = ("phy", f"'{link.phy}', which optnet cannot generate hardware for "
+                             f"yet; it has adapters for {', '.join(HW_PHYS)}.")
+            grouped.setdefault(reason, []).append(link)
+            continue
+        if link.phy not in VENDOR_PHYS:
+            continue
+        for family in sorted({cluster.node(e.node).board.family for e in (link.a, link.b)}):
+            try:
+                ip_ports(link.phy, link.lanes, family)
+            except ValueError as exc:
+                key = "lanes" if "lanes" in str(exc) else "phy"
+                reason = (key, f"{link.phy} over {link.lanes} lane(s) on {family}, whose "
+                               f"IP optnet cannot generate: {exc}.")
+                grouped.setdefault(reason, []).append(link)
+    findings = []
+    for (key, reason), links in grouped.items():
+        first = links[0]
+        what = (f"{len(links)} links (first {first}) run" if len(links) > 1
+                else f"Link {first} runs")
+        findings.append(Finding("E301", f"{what} {reason}", first.origin,
+                                settings=first.setting_paths(key)))
+    return findings
 
 
 def _hardware_broadcast(routed: Routed) -> tuple[Broadcast | None, str]:

@@ -72,7 +72,7 @@ EXAMPLES = {
 # Twenty significant digits cover every real rate, clock and size; longer numbers are almost
 # certainly typos or hostile input, and refusing them keeps arithmetic cheap.
 _MAX_DIGITS = 20
-_SYNTAX = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]+)?)\s*([A-Za-zµ/]+)\s*$")
+_SYNTAX = re.compile(r"\s*([0-9][0-9_]*(?:\.[0-9]+)?)\s*([A-Za-zµ/]+)\s*")
 
 
 class QuantityError(ValueError):
@@ -118,7 +118,7 @@ def parse_quantity(text: object, dim: Dimension) -> Quantity:
     if isinstance(text, int | float):
         raise QuantityError(
             f"the number {text} has no unit; write it with one, for example '{example}'")
-    match = _SYNTAX.match(text)
+    match = _SYNTAX.fullmatch(text)
     if match is None:
         raise QuantityError(
             f"'{text}' is not a number followed by a unit; write it like '{example}'")

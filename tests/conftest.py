@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 from hypothesis import settings
 
 from optnet.cli import cli
+from optnet.lint import LintResult, lint_file
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -62,3 +64,30 @@ def run():
         return runner.invoke(cli, list(args), catch_exceptions=True)
 
     return invoke
+
+
+# ------------------------------------------------------------------ shared per session
+# Linting an example (routing, proof, hardware checks) takes about a second and lowering a
+# node several; the test modules share one of each per file instead of redoing them. The
+# results are shared objects: tests must not change them.
+
+
+@functools.cache
+def linted(path: Path) -> LintResult:
+    """``lint_file(path)``, once per test session."""
+    return lint_file(path)
+
+
+def linted_example(stem: str) -> LintResult:
+    """The shipped example ``examples/<stem>.yaml``, linted once per session."""
+    return linted(ROOT / "examples" / f"{stem}.yaml")
+
+
+@functools.cache
+def role_files(path: Path) -> dict[str, dict[str, str]]:
+    """:func:`optnet.emit.hdl.node_files` of the first node of every hardware role of the
+    cluster at ``path``, by node name, lowered once per session."""
+    from optnet.emit.hdl import node_files, one_per_role
+    from optnet.plan import plan
+
+    return {p.node: node_files(p) for p in one_per_role(plan(linted(path).routed))}

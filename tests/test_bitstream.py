@@ -13,8 +13,9 @@ from optnet.cli import cli
 from optnet.emit import bitstream as bs
 from optnet.emit.build import BitstreamError, BitstreamOptions, build_files
 from optnet.hw.router import mask_bits, route_table
-from optnet.lint import lint_file
 from optnet.plan import plan
+
+from .conftest import linted
 
 ROOT = Path(__file__).resolve().parent.parent
 RING = ROOT / "examples" / "ulx3s_ring4.yaml"
@@ -22,7 +23,7 @@ RING = ROOT / "examples" / "ulx3s_ring4.yaml"
 
 @pytest.fixture(scope="module")
 def ring():
-    routed = lint_file(RING).routed
+    routed = linted(RING).routed
     return routed, plan(routed)
 
 

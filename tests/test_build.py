@@ -111,6 +111,7 @@ def test_core_parses_with_fusesoc(ring_build):
             assert (ring_build / "nodes/n2" / f["name"]).is_file()
 
 
+@pytest.mark.slow     # test_writer checks the same on write_tree without lowering
 def test_rebuild_keeps_unchanged_files_and_their_mtimes(ring_build, tmp_path):
     out = tmp_path / "out"
     code, _ = _build(str(RING), "-o", str(out), "--nodes", "n0,n1")
@@ -137,32 +138,39 @@ def test_builds_are_byte_identical_across_hash_seeds(ring_build, tmp_path):
     assert trees[0]["nodes/n3/rtl/n3.v"] == whole["nodes/n3/rtl/n3.v"]
 
 
+def _manifest(files: dict[str, bytes]) -> dict[str, bytes]:
+    # What write_tree will replace later: files with an optnet manifest listing them.
+    return files | {"manifest.json": writer.manifest_text({"format": "optnet-test"},
+                                                          files).encode()}
+
+
 def test_failed_write_leaves_previous_build_intact(tmp_path, monkeypatch):
     out = tmp_path / "out"
-    write_tree(out, {"manifest.json": b"{}", "a/b.txt": b"old"})
+    old = _manifest({"a/b.txt": b"old"})
+    write_tree(out, old)
     calls = []
-    real = Path.write_bytes
+    real = writer._write_all
 
-    def failing(self, data):
-        calls.append(self)
+    def failing(fd, data):
+        calls.append(data)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-        return real(self, data)
+        return real(fd, data)
 
-    monkeypatch.setattr(Path, "write_bytes", failing)
-    with pytest.raises(OSError):
-        write_tree(out, {"manifest.json": b"{1}", "a/b.txt": b"new", "c.txt": b"x"})
+    monkeypatch.setattr(writer, "_write_all", failing)
+    with pytest.raises(OutputError, match="No space left on device"):
+        write_tree(out, _manifest({"a/b.txt": b"new", "c.txt": b"x"}))
     monkeypatch.undo()
-    assert _tree(out) == {"manifest.json": b"{}", "a/b.txt": b"old"}
+    assert _tree(out) == old
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
 def test_exchange_without_renameat2_still_replaces(tmp_path, monkeypatch):
     out = tmp_path / "out"
-    write_tree(out, {"manifest.json": b"1"})
+    write_tree(out, _manifest({"a": b"1"}))
     monkeypatch.setattr(writer.ctypes.util, "find_library", lambda name: None)
-    write_tree(out, {"manifest.json": b"2", "x": b"y"})
-    assert _tree(out) == {"manifest.json": b"2", "x": b"y"}
+    write_tree(out, _manifest({"a": b"2", "x": b"y"}))
+    assert _tree(out) == _manifest({"a": b"2", "x": b"y"})
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
 

@@ -155,3 +155,25 @@ def test_no_route_skips_the_deadlock_proof(run):
     path = "tests/fixtures/bad/E201_deadlock.yaml"
     assert run("lint", path).exit_code == 1
     assert run("lint", "--no-route", path).exit_code == 0
+
+
+def test_examples_and_init(run, tmp_path, monkeypatch):
+    listed = json.loads(run("examples", "--format", "json").stdout)
+    assert {row["name"] for row in listed} == {p.stem for p in (ROOT / "examples").glob("*.yaml")}
+    ring = next(row for row in listed if row["name"] == "ulx3s_ring4")
+    assert (ring["nodes"], ring["board"]) == (4, "ulx3s")
+    monkeypatch.chdir(tmp_path)
+    made = run("init", "--from", "ulx3s_ring4")
+    assert made.exit_code == 0, made.output
+    text = (tmp_path / "ulx3s_ring4.yaml").read_text()
+    # the same cluster, with the modeline pointing at the installed schema
+    shipped = (ROOT / "examples" / "ulx3s_ring4.yaml").read_text().splitlines()
+    assert text.splitlines()[1:] == shipped[1:]
+    assert text.startswith("# yaml-language-server: $schema=file://")
+    assert run("lint", "ulx3s_ring4.yaml").exit_code == 0
+    again = run("init", "--from", "ulx3s_ring4")
+    assert again.exit_code == 2 and "does not overwrite" in again.stderr
+    assert (tmp_path / "ulx3s_ring4.yaml").read_text() == text
+    unknown = run("init", "mine.yaml", "--from", "ulx3s")
+    assert unknown.exit_code == 2 and "no example called 'ulx3s'" in unknown.stderr
+    assert not (tmp_path / "mine.yaml").exists()

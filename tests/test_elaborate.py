@@ -10,7 +10,7 @@ from optnet.lint import lint_file
 def _lint(tmp_path: Path, text: str, name: str = "c.yaml"):
     path = tmp_path / name
     path.write_text("optnet: 1\nname: t\n" + text)
-    return lint_file(path)
+    return lint_file(path, hardware=False)
 
 
 def _codes(result):

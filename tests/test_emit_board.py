@@ -29,11 +29,10 @@ from optnet.hw.board import (
     speed_grade,
     top_ports,
 )
-from optnet.lint import lint_file
 from optnet.plan import plan as plan_hw
 from optnet.units import Dimension, parse_quantity
 
-from .conftest import ROOT, UPDATE_GOLDEN
+from .conftest import ROOT, UPDATE_GOLDEN, linted_example
 from .hwtools import lint_verilog
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -44,7 +43,7 @@ MHZ = 1_000_000
 @functools.cache
 def _roles(stem: str):
     """(plan, board) of one node per hardware role of example ``stem``."""
-    result = lint_file(ROOT / "examples" / f"{stem}.yaml")
+    result = linted_example(stem)
     boards = {node.name: node.board for node in result.routed.cluster.nodes}
     return tuple((p, boards[p.node]) for p in one_per_role(plan_hw(result.routed)))
 

@@ -60,6 +60,7 @@ def test_router_lowered_in_a_worker_gives_the_same_verilog(sl3_node):
         assert node_verilog(sl3_node, pool) == node_verilog(sl3_node)
 
 
+@pytest.mark.slow     # Yosys; the fast tier synthesises the ULX3S node (test_hw_examples)
 def test_shared_links_synthesise_to_the_same_cells_as_inline_ones(sl3_node, tmp_path):
     p = sl3_node
     files = node_files(p)

@@ -32,7 +32,7 @@ from optnet.hw.top import ip_name
 from optnet.lint import lint_file
 from optnet.plan import plan
 
-from .conftest import ROOT, UPDATE_GOLDEN
+from .conftest import ROOT, UPDATE_GOLDEN, linted_example
 from .hwtools import missing_tool
 
 MOCKS = Path(__file__).resolve().parent / "tcl"
@@ -206,7 +206,7 @@ def test_vivado_creates_what_the_real_rtl_instantiates(tmp_path):
 
     from optnet.emit.hdl import node_files
 
-    result = lint_file(ROOT / "examples" / "plasticnet_ring4.yaml")
+    result = linted_example("plasticnet_ring4")
     p = plan(result.routed)[0]
     board = result.routed.cluster.nodes[0].board
     files = node_files(p)
@@ -418,7 +418,7 @@ def test_ecp5_device_unknown(part):
 
 
 def _example(name: str, index: int = 0):
-    result = lint_file(ROOT / "examples" / f"{name}.yaml")
+    result = linted_example(name)
     return plan(result.routed)[index], result.routed.cluster.nodes[index].board
 
 

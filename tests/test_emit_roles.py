@@ -8,26 +8,28 @@ import pytest
 
 from optnet.emit.hdl import node_verilog
 from optnet.emit.roles import RoleError, retarget
-from optnet.lint import lint_file
 from optnet.plan import plan
+
+from .conftest import linted_example, role_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def ring():
-    return plan(lint_file(ROOT / "examples" / "ulx3s_ring4.yaml").routed)
+    return plan(linted_example("ulx3s_ring4").routed)
 
 
 # ECP5 keeps the tables and the node id in block RAM; the Zynq (ZC706) ring in LUT RAM, with
 # the id in a ROM of its own.
-@pytest.mark.parametrize("example", ["ulx3s_ring4", "plasticnet_ring4"])
+@pytest.mark.parametrize("example", [
+    "ulx3s_ring4", pytest.param("plasticnet_ring4", marks=pytest.mark.slow)])
 def test_retarget_equals_direct_lowering(example):
-    plans = plan(lint_file(ROOT / "examples" / f"{example}.yaml").routed)
+    plans = plan(linted_example(example).routed)
     rep = plans[0]
     other = next(p for p in plans[1:] if p.role() == rep.role())
     assert rep.router.block_tables == (example == "ulx3s_ring4")
-    first = node_verilog(rep)
+    first = role_files(ROOT / "examples" / f"{example}.yaml")[rep.node][f"rtl/{rep.node}.v"]
     direct = node_verilog(other)
     # the shared link layer modules are renamed with the node
     assert f"module \\{rep.node}.link_cfg0 " in first

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from optnet.diagnostics import Severity
-from optnet.lint import lint_file
 
-from .conftest import ROOT
+from .conftest import ROOT, linted, linted_example
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 PRESETS = sorted((ROOT / "topologies").glob("*.yaml"))
@@ -23,10 +22,13 @@ ALLOWED = {"W103"}
 
 @pytest.mark.parametrize("path", EXAMPLES + PRESETS + BOARDS, ids=lambda p: p.stem)
 def test_lint_clean(path: Path):
-    result = lint_file(path)
+    result = linted(path)
     assert [d for d in result.diagnostics if d.severity is Severity.ERROR] == []
     assert {d.code for d in result.diagnostics} <= ALLOWED
     assert path.read_text().splitlines()[0] == MODELINE[path.parent.name]
+    if path.parent.name != "boards":
+        # lint planned the hardware, clocks and vendor projects (E3xx) of every node
+        assert result.plans is not None and len(result.plans) == len(result.cluster.nodes)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
@@ -51,13 +53,13 @@ def test_one_example_per_seed_paper():
     ("ulx3s_ring4", 4, 4, "ulx3s"),
 ])
 def test_example_shapes(name, nodes, links, board):
-    cluster = lint_file(ROOT / "examples" / f"{name}.yaml").cluster
+    cluster = linted_example(name).cluster
     assert (len(cluster.nodes), len(cluster.links)) == (nodes, links)
     assert {n.board.name for n in cluster.nodes} == {board}
 
 
 def test_optweb_links_are_two_bonded_25g_lanes():
-    cluster = lint_file(ROOT / "examples" / "optweb_4.yaml").cluster
+    cluster = linted_example("optweb_4").cluster
     for link in cluster.links:
         assert (link.phy, link.lanes, str(link.line_rate)) == ("serial_lite_3", 2, "25Gbps")
         # 64B/67B: 2 x 25 Gb/s carry 47.76 Gb/s; the paper's 45 Gb/s is after SL3's ECC

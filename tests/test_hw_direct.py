@@ -320,7 +320,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("cfg", "latency", "seed"), CASES)
+@pytest.mark.parametrize(("cfg", "latency", "seed"), [
+    case if i in (0, 4) else pytest.param(*case, marks=pytest.mark.slow)
+    for i, case in enumerate(CASES)])
 def test_random_traffic(cfg, latency, seed):
     rng = random.Random(seed)
     messages = random_messages(cfg, rng, 25)

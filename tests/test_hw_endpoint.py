@@ -1,12 +1,17 @@
 """Managed endpoint credit accounting: a receiver grants credit for the unicast packets its
-user takes, never for broadcasts (which spend no budget at the sender)."""
+user takes, never for broadcasts (which spend no budget at the sender); and the sender's
+rate is what the model's credit rule says."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+import pytest
 from amaranth.sim import Simulator
 
 from optnet.hw.endpoint import Endpoint, EndpointConfig
 from optnet.hw.flit import KIND_CREDIT, FlitFormat
+from optnet.model import ENDPOINT_CREDIT_CYCLES, CreditCheck
 
 FMT = FlitFormat(width=32, vcs=2, id_bits=2)
 
@@ -56,3 +61,76 @@ def test_unicast_packets_earn_credit():
 
 def test_broadcasts_earn_no_credit():
     assert _grants_for([1, 0, 1, 1, 0, 1]) == [(2, 2)]
+
+
+# ------------------------------------------------------------------- the credit rule on RTL
+
+def _sender_starts(init_budget: int, credit: int, offset: int, delay: int, max_packet: int,
+                   cycles: int) -> list[int]:
+    """Cycles at which a managed endpoint starts packets to another whose user takes every
+    packet at once, over a network that delays every flit ``delay`` cycles each way."""
+    from amaranth.hdl import Module
+
+    cfgs = [EndpointConfig(FMT, node_id=i, index=0, width=16, max_packet=max_packet, buffer=64,
+                           credit=credit, offset=offset, init_budget=init_budget)
+            for i in (0, 1)]
+    m = Module()
+    m.submodules.tx = tx = Endpoint(cfgs[0])
+    m.submodules.rx = rx = Endpoint(cfgs[1])
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    starts: list[int] = []
+
+    async def bench(ctx):
+        # (cycle it arrives, flit) per direction
+        lines: dict = {rx.net_rx: [], tx.net_rx: []}
+        beat = 0
+        for port in (tx.net_tx, rx.net_tx):
+            ctx.set(port.ready, 1)
+        ctx.set(rx.m_axis.ready, 1)
+        ctx.set(tx.s_axis.valid, 1)
+        for t in range(cycles):
+            ctx.set(tx.s_axis.payload, {"tdata": beat, "tdest": 1, "tuser": 0,
+                                        "tlast": int(beat % (max_packet - 1) == max_packet - 2)})
+            for port, line in lines.items():
+                ready = bool(line) and line[0][0] <= t
+                ctx.set(port.valid, ready)
+                if ready:
+                    ctx.set(port.payload, line[0][1])
+            beat += ctx.get(tx.s_axis.ready)
+            for port, line in ((tx.net_tx, lines[rx.net_rx]), (rx.net_tx, lines[tx.net_rx])):
+                if ctx.get(port.valid):
+                    flit = ctx.get(port.payload)
+                    if port is tx.net_tx and flit.head:
+                        starts.append(t)
+                    line.append((t + delay, {"data": flit.data, "head": flit.head,
+                                             "tail": flit.tail, "vc": flit.vc}))
+            for port, line in lines.items():
+                if line and line[0][0] <= t and ctx.get(port.ready):
+                    line.pop(0)
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    return starts
+
+
+@pytest.mark.parametrize(("init_budget", "credit", "offset", "delay"), [
+    (1, 8, 5, 6),      # the window (6 packets) just covers the loop
+    (1, 8, 5, 7),      # one cycle more: the sender waits
+    (1, 4, 0, 10),     # no offset: one packet's window
+    (2, 8, 3, 20),     # a second budget adds a whole credit to the window
+    (3, 4, 1, 40)])
+def test_credit_rule_matches_the_rtl(init_budget, credit, offset, delay):
+    """The model's credit rule (:class:`optnet.model.CreditCheck`) gives the sender's
+    steady-state rate that the RTL reaches, cycle for cycle."""
+    flits = 3
+    starts = _sender_starts(init_budget, credit, offset, delay, flits, 600)
+    # the loop: the head there, its tail, the grant back, and the endpoints' own cycles
+    loop = Fraction(2 * delay + flits - 1 + ENDPOINT_CREDIT_CYCLES)
+    check = CreditCheck(init_budget, credit, offset, loop, Fraction(flits))
+    # one budget's worth of packets, from late in the run (the pattern repeats every one)
+    burst = init_budget * credit
+    span = starts[-1] - starts[-1 - burst]
+    assert Fraction(burst * flits, span) == check.share
+    assert check.sufficient == (span == burst * flits)

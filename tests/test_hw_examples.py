@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from optnet.emit.hdl import node_files, one_per_role, write_files
-from optnet.lint import lint_file
-from optnet.plan import plan
+from optnet.emit.hdl import write_files
 
-from .conftest import ROOT
+from .conftest import ROOT, role_files
 from .hwtools import lint_verilog, yosys_synth
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -26,11 +24,9 @@ FAST = "ulx3s_ring4"
     pytest.param(e, marks=() if e.stem == FAST else pytest.mark.slow) for e in EXAMPLES],
     ids=[e.stem for e in EXAMPLES])
 def test_example_verilog_lints_and_synthesises(example, tmp_path):
-    result = lint_file(example)
-    plans = one_per_role(plan(result.routed))
-    for p in plans:
-        paths = write_files(tmp_path, p.node, node_files(p))
-        output = lint_verilog(paths, p.node, waivers=(), config=LINT_CONFIG)
+    for node, files in role_files(example).items():
+        paths = write_files(tmp_path, node, files)
+        output = lint_verilog(paths, node, waivers=(), config=LINT_CONFIG)
         assert "%Error" not in output
-        log = yosys_synth(paths, p.node)
+        log = yosys_synth(paths, node)
         assert "ERROR" not in log

@@ -267,6 +267,7 @@ class _FakeCore:
         return Module()
 
 
+@pytest.mark.slow
 def test_virtex5_handshakes_reset_and_clock_compensation(monkeypatch):
     core = _FakeCore()
     monkeypatch.setattr(vendor, "Instance", core)

@@ -147,8 +147,9 @@ def _packets_of(flits):
 
 
 @pytest.mark.parametrize(("allocator", "seed", "block_tables"), [
-    ("round_robin", 1, False), ("round_robin", 2, False), ("islip", 1, False),
-    ("islip", 2, False), ("round_robin", 3, True), ("islip", 4, True)])
+    ("round_robin", 1, False), pytest.param("round_robin", 2, False, marks=pytest.mark.slow),
+    ("islip", 1, False), pytest.param("islip", 2, False, marks=pytest.mark.slow),
+    pytest.param("round_robin", 3, True, marks=pytest.mark.slow), ("islip", 4, True)])
 def test_router_matches_reference(allocator, seed, block_tables):
     traffic, ref, received, result = run_router(allocator, seed, block_tables=block_tables)
     # Reference: each packet goes to exactly the (port, vc) pairs of its table entry, whole,
@@ -220,7 +221,8 @@ def _flood(allocator, cycles, levels=1, prio=None):
     return times
 
 
-@pytest.mark.parametrize("allocator", ["round_robin", "islip"])
+@pytest.mark.parametrize("allocator", [
+    "round_robin", pytest.param("islip", marks=pytest.mark.slow)])
 def test_allocator_is_fair_under_saturation(allocator):
     times = _flood(allocator, 3000)
     counts = [len(times[p]) for p in range(3)]

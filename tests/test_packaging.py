@@ -28,7 +28,7 @@ def test_wheel_contains_data(wheel):
     for name in ("optnet/_data/boards/vc707.yaml", "optnet/_data/topologies/bee3_two_x4.yaml",
                  "optnet/_data/templates/docs/format.md.j2",
                  "optnet/_data/schema/cluster.schema.json", "optnet/_data/ipdata/link_ip.yaml",
-                 "optnet/cli.py"):
+                 "optnet/_data/examples/ulx3s_ring4.yaml", "optnet/cli.py"):
         assert name in names
     shipped = {p.name for p in (ROOT / "boards").glob("*.yaml")}
     assert shipped == {n.rsplit("/", 1)[1] for n in names
@@ -59,3 +59,8 @@ def test_installed_wheel_works_from_any_directory(wheel, tmp_path):
     assert optnet("lint", "ring.yaml").returncode == 0
     assert json.loads(optnet("topologies", "--format", "json").stdout)
     assert optnet("--version").stdout.strip() == "optnet, version 0.1.0"
+    # the examples ship in the wheel: a new user starts from one without the checkout
+    assert "ulx3s_ring4" in {row["name"] for row in json.loads(
+        optnet("examples", "--format", "json").stdout)}
+    assert optnet("init", "--from", "plasticnet_ring4").returncode == 0
+    assert optnet("lint", "plasticnet_ring4.yaml").returncode == 0

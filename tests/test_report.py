@@ -104,7 +104,10 @@ def test_markdown_sections_and_figures(ring):
         assert f"\n{heading}\n" in md
     assert ("Diameter: fpga0 to fpga2, 517.5 ns through 3 routers and 2 x aurora_8b10b x1; "
             "round trip 1035.0 ns.") in md
-    assert "| pn0 | 20 | 1 | yes | 100.0 % |" in md
+    # credit 16, offset 4: a window of 5 packets; 130-flit packets of 99-bit frames at
+    # 4 Gb/s take 3217.5 ns, and the loop (1035 ns round trip, the tail, 4 endpoint cycles)
+    # 4251.8 ns, so two packets are in flight
+    assert "| pn0 | 5 | 2 | yes | 100.0 % |" in md
     assert "| sendrecv | 273.8 ns | 8.00 Gb/s |" in md
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from optnet.lint import lint_file
+from optnet.model import CreditCheck
 from optnet.report.bandwidth import (
     channel_overhead,
-    credit_check,
     effective_rate,
     multipath_rate,
     optnet_packet,
@@ -26,7 +26,7 @@ from optnet.report.collectives import (
 from optnet.report.latency import diameter, hop, latency_matrix, path_latency, round_trip
 from optnet.report.params import LinkParams, model_params
 
-from .conftest import ROOT
+from .conftest import ROOT, linted_example
 
 US, NS, GBPS = Fraction(1, 10**6), Fraction(1, 10**9), 10**9
 
@@ -108,13 +108,13 @@ PLASTICNET_OVERHEAD = 32 + 32
     (128, Fraction(7, 15)), (1024, Fraction(21, 85)), (4096, Fraction(1 - Fraction(4, 5)
                                                                     * Fraction(4096, 4160)))])
 def test_plasticnet_channel_overhead(payload, overhead):
-    routed = lint_file(ROOT / "examples" / "plasticnet_ring4.yaml").routed
+    routed = linted_example("plasticnet_ring4").routed
     link = model_params(routed.cluster).link(routed.cluster.links[0])
     assert channel_overhead(link, payload, PLASTICNET_OVERHEAD) == overhead
 
 
 def test_plasticnet_overhead_falls_towards_20_percent():
-    routed = lint_file(ROOT / "examples" / "plasticnet_ring4.yaml").routed
+    routed = linted_example("plasticnet_ring4").routed
     link = model_params(routed.cluster).link(routed.cluster.links[0])
     curve = [channel_overhead(link, 128 << k, PLASTICNET_OVERHEAD) for k in range(6)]
     assert curve == sorted(curve, reverse=True)
@@ -126,7 +126,7 @@ def test_plasticnet_best_case_latency_is_about_300_ns():
     # §V: "just over 300 ns" between neighbours at light load, Aurora 8B/10B at 5 Gb/s; the
     # model, with optnet's router, link layer and hub and PG046's 37 user clocks for the
     # Aurora pair, from the example as it stands (no overrides)
-    routed = lint_file(ROOT / "examples" / "plasticnet_ring4.yaml").routed
+    routed = linted_example("plasticnet_ring4").routed
     params = model_params(routed.cluster)
     one_hop = path_latency(routed, params, 0, 1).total
     assert _close(one_hop, 300 * NS, 0.10), float(one_hop / NS)
@@ -152,7 +152,7 @@ def test_bluedbm_link_rate_and_hop_latency(tmp_path):
 
 
 def test_bluedbm_hop_from_optnet_figures_alone_is_under_half_a_microsecond():
-    routed = lint_file(ROOT / "examples" / "bluedbm_20.yaml").routed
+    routed = linted_example("bluedbm_20").routed
     params = model_params(routed.cluster)
     one = hop(params, routed.cluster.links[0])
     assert one.parts["phy"] == Fraction(55 * 64, 10 * GBPS)          # PG074: 55 user clocks
@@ -167,7 +167,7 @@ BLUEDBM_PAYLOAD, BLUEDBM_OVERHEAD = 173, 192 - 173
 
 
 def test_bluedbm_85_percent_link_efficiency():
-    routed = lint_file(ROOT / "examples" / "bluedbm_20.yaml").routed
+    routed = linted_example("bluedbm_20").routed
     link = model_params(routed.cluster).link(routed.cluster.links[0])
     rate = effective_rate(link, BLUEDBM_PAYLOAD, BLUEDBM_OVERHEAD)
     share = rate / (link.lanes * link.line_rate)
@@ -180,7 +180,7 @@ def test_bluedbm_85_percent_link_efficiency():
 
 def test_optnet_framing_of_the_bluedbm_example():
     # optnet's own framing of the example's 128-bit data endpoint: one link frame per flit
-    routed = lint_file(ROOT / "examples" / "bluedbm_20.yaml").routed
+    routed = linted_example("bluedbm_20").routed
     params = model_params(routed.cluster)
     beats = int(routed.cluster.desc.network.max_packet.value) - 1
     payload, overhead = optnet_packet(params, beats, 128)
@@ -189,12 +189,55 @@ def test_optnet_framing_of_the_bluedbm_example():
         beats * 128, (beats + 1) * params.frame_bits)
 
 
-def test_credit_check_against_the_round_trip():
-    # a window of 512 packets of 10 ns each covers a 3 us round trip; 256 do not
-    assert credit_check(512, 3 * US, 10 * NS).sufficient
-    short = credit_check(256, 3 * US, 10 * NS)
-    assert not short.sufficient and short.needed == 300
-    assert short.share == Fraction(256, 300)
+def test_credit_check_against_the_loop():
+    # 10 ns packets over a 3 us loop: 300 packets must be sent before the first one's grant
+    # is back; one budget of 512 with the grant sent 299 packets early covers it
+    enough = CreditCheck(1, 512, 299, 3 * US, 10 * NS)
+    assert (enough.window, enough.needed, enough.sufficient, enough.share) == (300, 300, True, 1)
+    short = CreditCheck(1, 512, 255, 3 * US, 10 * NS)
+    assert (short.window, short.needed, short.sufficient) == (256, 300, False)
+    # 512 packets per loop and the 256 taken before the grant is sent
+    assert short.share == Fraction(512 * 10, 3000 + 256 * 10)
+    # a second budget adds a whole credit to the window
+    assert CreditCheck(2, 512, 0, 3 * US, 10 * NS).window == 513
+
+
+def _simulated_share(init_budget: int, credit: int, offset: int, loop: int, packets: int = 400
+                     ) -> Fraction:
+    """Packets per packet time a source sends under the endpoint's protocol, step by step:
+    a packet takes 1 time unit to send; its grant, if it earns one, is usable ``loop`` units
+    after it started; the receiver grants ``credit`` after ``credit - offset`` packets, then
+    every ``credit``."""
+    budget, start, arrivals, taken = init_budget * credit, [], [], offset
+    t = 0
+    for _ in range(packets):
+        while budget == 0:
+            t = max(t, arrivals.pop(0))
+            budget += credit
+        while arrivals and arrivals[0] <= t:
+            arrivals.pop(0)
+            budget += credit
+        start.append(t)
+        budget -= 1
+        taken += 1
+        if taken == credit:
+            taken = 0
+            arrivals.append(t + loop)
+        t += 1
+    # steady state: the second half of the run
+    half = packets // 2
+    return Fraction(packets - half, start[-1] - start[half] + 1) if start[-1] > start[half] \
+        else Fraction(1)
+
+
+@pytest.mark.parametrize(("init_budget", "credit", "offset", "loop"), [
+    (1, 8, 2, 5), (1, 8, 2, 7), (1, 8, 2, 30), (1, 16, 0, 40), (2, 8, 3, 12), (2, 8, 3, 40),
+    (3, 4, 1, 25), (1, 1, 0, 9)])
+def test_credit_share_matches_the_protocol(init_budget, credit, offset, loop):
+    check = CreditCheck(init_budget, credit, offset, Fraction(loop), Fraction(1))
+    simulated = _simulated_share(init_budget, credit, offset, loop)
+    assert abs(float(check.share - simulated)) < 0.02, (float(check.share), float(simulated))
+    assert check.sufficient == (simulated >= 1)
 
 
 # ------------------------------------------------------------------------------------ BEE3
@@ -254,7 +297,7 @@ def test_cuscomnet_queueing_term():
 
 
 def test_cuscomnet_torus_longest_path_is_four_links():
-    routed = lint_file(ROOT / "examples" / "cuscomnet_torus16.yaml").routed
+    routed = linted_example("cuscomnet_torus16").routed
     assert max_links(routed, 0) == 4
 
 
@@ -317,10 +360,25 @@ def _link_cycles(width: int, phy_width: int, phy_latency: int) -> tuple[int, int
     return cycles[0], cfg.words
 
 
-@pytest.mark.parametrize(("width", "phy_width", "phy_latency"), [(32, 32, 0), (32, 32, 4),
-                                                                 (64, 128, 0)])
+@pytest.mark.parametrize(("width", "phy_width", "phy_latency"), [
+    (32, 32, 0), pytest.param(32, 32, 4, marks=pytest.mark.slow), (64, 128, 0)])
 def test_link_layer_cycles_match_the_rtl(width, phy_width, phy_latency):
     from optnet.report.params import LINK_LAYER_CYCLES
     cycles, words = _link_cycles(width, phy_width, phy_latency)
     # the model: its link-layer cycles, the PHY's latency and one frame's serialisation
     assert cycles == LINK_LAYER_CYCLES + phy_latency + words
+
+
+@pytest.mark.parametrize("example", sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")))
+def test_model_frame_and_header_are_the_hardwares(example):
+    # the model sits below the hardware stages, so it sizes frames and headers itself
+    from optnet.hw.link import frame_layout
+    from optnet.plan import plan
+
+    routed = linted_example(example).routed
+    params = model_params(routed.cluster)
+    node = plan(routed)[0]
+    assert {frame_layout(port.link).size for port in node.ports} == {params.frame_bits}
+    assert params.header_bits == node.fmt.header_bits
+    assert params.router_cycles == routed.cluster.desc.network.router.pipeline + int(
+        node.router.block_tables)

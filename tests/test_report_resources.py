@@ -18,7 +18,6 @@ from pydantic import ValidationError
 
 from optnet.boards import load_library
 from optnet.emit.hdl import node_files, one_per_role
-from optnet.lint import lint_file
 from optnet.plan import plan
 from optnet.report import resources
 from optnet.report.resources import (
@@ -34,7 +33,7 @@ from optnet.report.resources import (
 )
 from optnet.resources import data_dir
 
-from .conftest import ROOT
+from .conftest import linted_example
 from .hwtools import yosys
 
 RTL = ("router", "link_layers", "phy_adapters", "endpoints", "hub")
@@ -47,7 +46,7 @@ def _private_cache(tmp_path, monkeypatch):
 
 
 def _node(example: str):
-    routed = lint_file(ROOT / "examples" / f"{example}.yaml").routed
+    routed = linted_example(example).routed
     p = one_per_role(plan(routed))[0]
     return p, routed.cluster.node(p.node).board
 

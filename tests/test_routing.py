@@ -23,7 +23,7 @@ from optnet.routing.network import LOCAL
 from optnet.routing.proof import Waits, describe_cycle, prove
 from optnet.routing.tables import node_tables, render_c_header, render_hex, to_json
 
-from .conftest import ROOT
+from .conftest import linted_example
 
 #: The default network's waits: 16-flit packets and buffers, one endpoint.
 WAITS = Waits(broadcast_flits=16, branch_credits=16)
@@ -39,7 +39,7 @@ def _routed(tmp_path: Path, body: str, board: str = "vc707", vcs: int = 2, **rou
         text += "routing: {" + ", ".join(f"{k}: {v}" for k, v in routing.items()) + "}\n"
     path = tmp_path / "c.yaml"
     path.write_text(text)
-    result = lint_file(path)
+    result = lint_file(path, hardware=False)  # routing only; hardware is E3xx
     return result
 
 
@@ -144,7 +144,7 @@ def test_dragonfly_minimal(tmp_path, g, a, h):
 @pytest.mark.parametrize(("name", "vcs"), [("bee3_one_x8", 3), ("bee3_two_x4", 2),
                                            ("bee3_four_x2", 2), ("bee3_eight_x1", 2)])
 def test_hierarchical_bee3(name, vcs):
-    result = lint_file(ROOT / "examples" / f"{name}.yaml")
+    result = linted_example(name)
     routed = result.routed
     assert routed.routing.algorithm == "hierarchical" and routed.proof.ok
     assert routed.routing.vcs_needed == vcs

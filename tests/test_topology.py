@@ -15,7 +15,7 @@ from optnet.diagnostics import DiagnosticError
 from optnet.spec import models as m
 from optnet.topology.generators import generate
 
-from .conftest import ROOT
+from .conftest import linted_example
 
 
 def _graph(gen) -> nx.MultiGraph:
@@ -162,8 +162,7 @@ def test_hierarchical_not_enough_channels():
 
 
 def test_port_assignment_is_deterministic_and_lane_exact():
-    from optnet.lint import lint_file
-    cluster = lint_file(ROOT / "examples" / "bluedbm_20.yaml").cluster
+    cluster = linted_example("bluedbm_20").cluster
     ends = Counter()
     for link in cluster.links:
         for end in (link.a, link.b):
@@ -179,8 +178,7 @@ def test_port_assignment_is_deterministic_and_lane_exact():
 
 
 def test_bee3_onboard_ports_follow_board_wiring():
-    from optnet.lint import lint_file
-    cluster = lint_file(ROOT / "examples" / "bee3_two_x4.yaml").cluster
+    cluster = linted_example("bee3_two_x4").cluster
     for link in cluster.links:
         if link.role != "intra":
             continue

@@ -41,11 +41,10 @@ from click.testing import CliRunner
 
 from optnet.cli import cli
 from optnet.hw.endpoint import EndpointConfig, axis_rx_layout, axis_tx_layout
-from optnet.lint import lint_file
 from optnet.plan import NodePlan, plan
 from optnet.routing.route import Routed
 
-from .conftest import ROOT
+from .conftest import ROOT, linted
 from .hwtools import missing_tool
 
 EXAMPLE = ROOT / "examples" / "ulx3s_ring4.yaml"
@@ -121,7 +120,7 @@ class Cluster:
 def load_cluster(example: Path, rtl: Path | None) -> Cluster:
     """Routes and plans ``example`` and reads the top-module ports of each node's Verilog
     under ``rtl`` (``<node>/rtl/<node>.v``; no ports without it)."""
-    result = lint_file(example)
+    result = linted(example)
     assert result.routed is not None
     routed = result.routed
     plans = tuple(plan(routed))

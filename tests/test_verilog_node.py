@@ -18,10 +18,9 @@ from click.testing import CliRunner
 
 from optnet.cli import cli
 from optnet.hw.endpoint import axis_rx_layout, axis_tx_layout
-from optnet.lint import lint_file
 from optnet.plan import plan
 
-from .conftest import ROOT
+from .conftest import ROOT, linted
 from .hwtools import missing_tool
 
 EXAMPLE = ROOT / "examples" / "ulx3s_ring4.yaml"
@@ -68,7 +67,7 @@ def test_a_node_delivers_its_packets_to_itself_under_icarus(tmp_path):
     iverilog, vvp = shutil.which("iverilog"), shutil.which("vvp")
     if iverilog is None or vvp is None:
         missing_tool("iverilog", "apt-get install iverilog")
-    routed = lint_file(EXAMPLE).routed
+    routed = linted(EXAMPLE).routed
     node = plan(routed)[0]
     result = CliRunner().invoke(cli, ["hdl", str(EXAMPLE), "-o", str(tmp_path / "hdl"),
                                       "--nodes", node.node])

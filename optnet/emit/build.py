@@ -34,6 +34,7 @@ from optnet.emit.bitstream import (
 from optnet.emit.constraints import constraint_files
 from optnet.emit.drawing import topology_svg
 from optnet.emit.env import render_template
+from optnet.emit.escape import Raw
 from optnet.emit.projects import ecp5_device, project_files
 from optnet.emit.roles import RoleTemplate, retarget_top
 from optnet.emit.writer import MANIFEST, manifest_text, sha256
@@ -277,6 +278,8 @@ class FusesocTool:
 
     name: str
     options: tuple[tuple[str, str], ...]
+    """``(key, value)``; a value is escaped as one YAML scalar unless it is
+    :class:`~optnet.emit.escape.Raw` YAML."""
 
 
 def _fusesoc_tool(plan: NodePlan, board: BoardDesc) -> FusesocTool | None:
@@ -285,12 +288,14 @@ def _fusesoc_tool(plan: NodePlan, board: BoardDesc) -> FusesocTool | None:
     if board.vendor == "xilinx" and board.family != "virtex5":
         return FusesocTool("vivado", (("part", board.part),))
     if board.vendor == "intel":
-        return FusesocTool("quartus", (("family", '"Stratix 10"'), ("device", board.part)))
+        return FusesocTool("quartus", (("family", Raw('"Stratix 10"', "yaml")),
+                                       ("device", board.part)))
     if board.vendor == "lattice" and board.family == "ecp5":
+        # ecp5_device only returns what its pattern parsed, so the flow sequence is safe.
         dev = ecp5_device(board.part)
         return FusesocTool("trellis", (
-            ("nextpnr_options", f"[--{dev.device}, --package, {dev.package}, "
-                                f"--speed, '{dev.speed}']"),))
+            ("nextpnr_options", Raw(f"[--{dev.device}, --package, {dev.package}, "
+                                    f"--speed, '{dev.speed}']", "yaml")),))
     return None
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from optnet.diagnostics import CODES
 from optnet.emit.env import render_template
+from optnet.emit.escape import Raw
 from optnet.schema import board_schema, cluster_schema
 
 __all__ = ["format_reference"]
@@ -47,7 +48,9 @@ def _type(prop: dict) -> str:
     if kind == "object" and "additionalProperties" in prop:
         return f"mapping of name to {_type(prop['additionalProperties'])}"
     if "pattern" in prop and prop.get("examples"):
-        return f"quantity, e.g. `{prop['examples'][0]}`"
+        # A strict string form (optnet.spec.models.Form) has a length limit; a quantity not.
+        what = "string" if "maxLength" in prop else "quantity"
+        return f"{what}, e.g. `{prop['examples'][0]}`"
     return kind
 
 
@@ -57,9 +60,11 @@ def _section(name: str, schema: dict) -> _Section:
     for key, prop in schema.get("properties", {}).items():
         default = json.dumps(prop["default"]) if "default" in prop else ""
         description = " ".join(prop.get("description", "").split()).replace("|", "\\|")
-        keys.append(_Key(key, _type(prop), key in required, default, description))
+        # Types and descriptions are Markdown already (optnet's own docstrings).
+        keys.append(_Key(key, Raw(_type(prop), "md"), key in required, default,
+                         Raw(description, "md")))
     text = " ".join(schema.get("description", "").split())
-    return _Section(name, text, tuple(keys))
+    return _Section(name, Raw(text, "md"), tuple(keys))
 
 
 def _sections(schema: dict, root: str) -> list[_Section]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 from concurrent.futures import Executor
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from optnet.emit.writer import write_into
 from optnet.hw.link import LinkLayer
 from optnet.hw.phy.primitives import PRIMITIVES, primitive_stubs
 from optnet.hw.router import Router
@@ -79,19 +81,16 @@ def one_per_role(plans: list[NodePlan]) -> list[NodePlan]:
 
 
 def write_files(root: Path, node: str, files: dict[str, str]) -> list[Path]:
-    """Write ``files`` under ``root/nodes/<node>/``; returns the paths written.
+    """Write ``files`` under ``root/nodes/<node>/`` with
+    :func:`optnet.emit.writer.write_into` (other files in ``root`` are left as they are);
+    returns the paths of all of them, absolute.
 
-    Node names are legal identifiers (E020) and file names come from optnet, so nothing can
-    leave ``root``; the check below is a second line of defence.
+    Raises
+    ------
+    OutputError
+        As :func:`~optnet.emit.writer.write_into`.
     """
-    root = root.resolve()
-    base = (root / "nodes" / node).resolve()
-    written = []
-    for rel, text in sorted(files.items()):
-        path = (base / rel).resolve()
-        if not path.is_relative_to(base):
-            raise ValueError(f"{rel!r} of node {node!r} would leave {root}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    base = PurePosixPath("nodes", node)
+    write_into(root, {str(base / rel): text.encode("utf-8") for rel, text in files.items()})
+    root = Path(os.path.abspath(root))
+    return [root.joinpath(*(base / rel).parts) for rel in sorted(files)]

@@ -51,6 +51,7 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 
 from optnet.emit.env import render_template
+from optnet.emit.escape import Raw, tcl_braced
 from optnet.hw.phy.vendor import VENDOR_PHYS, ip_family, ip_settings, user_width_for
 from optnet.hw.top import ip_name
 from optnet.plan import NodePlan, PortPlan
@@ -120,9 +121,26 @@ class IpParam:
     var: bool = False
 
     @property
-    def tcl(self) -> str:
-        """The value as one Tcl word: a braced literal, or the substituting word."""
-        return self.value if self.var else "{" + self.value + "}"
+    def tcl(self) -> Raw:
+        """The value as one Tcl word: a braced literal (backslash-escaped when braces
+        cannot hold it), or the substituting word.
+
+        Raises
+        ------
+        ProjectError
+            For a ``var`` value that substitutes anything but one variable.
+        """
+        if not self.var:
+            return Raw(tcl_braced(self.value), "tcl")
+        if not _VAR_WORD.fullmatch(self.value):
+            raise ProjectError(f"The value of IP parameter {self.name} substitutes "
+                               f"{self.value!r}, which is not one Tcl variable reference.")
+        return Raw(self.value, "tcl")
+
+
+# The substituting words link IP parameters use: $name, $name(index), "$name(index) MHz".
+_VAR_WORD = re.compile(r'\$[A-Za-z_][A-Za-z0-9_]*(\([A-Za-z0-9_]+\))?'
+                       r'|"\$[A-Za-z_][A-Za-z0-9_]*(\([A-Za-z0-9_]+\))? MHz"')
 
 
 @dataclass(frozen=True)
@@ -343,7 +361,7 @@ def _parse_sites(pattern: re.Pattern, sites: list[str], what: str, plan: NodePla
                  port: PortPlan) -> list[tuple[str, ...]]:
     parsed = []
     for site in sites:
-        m = pattern.match(site)
+        m = pattern.fullmatch(site)
         if m is None:
             raise ProjectError(
                 f"Port {port.name} of node '{plan.node}' uses transceiver site '{site}', "
@@ -358,7 +376,7 @@ def _refclk_quad(board: BoardDesc, port: PortPlan, column: int) -> tuple[int, in
     desc = board.ports[port.board_port].refclk
     if desc is None or not desc.site:
         return None
-    m = _REFCLK_SITE.match(desc.site)
+    m = _REFCLK_SITE.fullmatch(desc.site)
     if m is None or int(m.group(1)) != column:
         return None
     y = int(m.group(2))
@@ -690,7 +708,7 @@ _ISE_PART = re.compile(r"^(xc5v[a-z]+\d+t?)([a-z]{2}\d+)(-\d+)$", re.IGNORECASE)
 
 
 def _ise_part(part: str) -> tuple[str, str, str]:
-    m = _ISE_PART.match(part)
+    m = _ISE_PART.fullmatch(part)
     if m is None:
         raise ProjectError(f"'{part}' is not a Virtex-5 part number of the form "
                            f"xc5vlx155tff1136-1 (device, package, speed grade).")
@@ -737,7 +755,7 @@ def ecp5_device(part: str) -> Ecp5Device:
     ProjectError
         For a string that is not an ECP5 part number nextpnr knows.
     """
-    m = _ECP5_PART.match(part.strip())
+    m = _ECP5_PART.fullmatch(part)
     package = None if m is None else _ECP5_PACKAGES.get((m["pkg"].upper(), m["pins"]))
     if m is None or package is None or (m["size"] == "12" and m["kind"].upper() != "U"):
         raise ProjectError(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 # Amaranth's own Yosys (the one verilog.convert runs), found as it finds it; private, but
@@ -66,8 +68,9 @@ def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = 
     """
     clocks = [ClockDomain(domain) for domain in domains]
     ports = component_ports(component) + [s for cd in clocks for s in (cd.clk, cd.rst)]
-    fragment = Fragment.get(_WithDomains(component, clocks), None)
-    rtlil_text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
+    with deep_expressions():
+        fragment = Fragment.get(_WithDomains(component, clocks), None)
+        rtlil_text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
     # Amaranth's own script keeps combinational processes (``proc -nomux``), which Yosys
     # writes as ``always @*`` blocks: one assigning a constant has no sensitivity and never
     # runs in an event-driven simulator, and the others run at time zero only through a
@@ -79,6 +82,28 @@ def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = 
     # Yosys writes a parallel case as a function named ``\$procmux$<n>``; Icarus reads a
     # call of an escaped name that starts with ``$`` as a system function.
     return _FIFO_ZERO_INIT.sub("", text).replace("\\$procmux$", "\\procmux$")
+
+
+#: Python frames Amaranth may need to walk one expression (see :func:`deep_expressions`).
+_RECURSION_LIMIT = 100_000
+
+
+@contextlib.contextmanager
+def deep_expressions() -> Iterator[None]:
+    """Let Amaranth elaborate and convert expressions thousands of operators deep.
+
+    Amaranth walks expressions recursively, and ``amaranth.lib.crc`` builds each CRC bit as
+    a chain of XORs as long as its data word: the CRC of a 2,048-bit flit is a chain of about
+    2,000 operators, deeper than Python's default limit of 1,000 frames. Python 3.11 runs
+    calls between Python functions without growing the C stack, so a higher limit is safe;
+    the previous limit is restored afterwards.
+    """
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, _RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
 
 
 class _WithDomains(Elaboratable):

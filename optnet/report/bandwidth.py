@@ -1,5 +1,6 @@
-"""Bandwidth model: link efficiency against packet size, endpoint credit sufficiency and
-multipath bandwidth.
+"""Bandwidth model: link efficiency against packet size and multipath bandwidth (whether an
+endpoint's credits keep a path busy is :class:`optnet.model.CreditCheck`, which lint's W101
+uses too).
 
 A link's *payload rate* is its line rate times lanes times the line code's efficiency
 (8b/10b, 64b/66b, 64b/67b), capped by the IP's user interface
@@ -12,14 +13,12 @@ to the line code's overhead for large packets (PlasticNet+'s 20 % for 8b/10b).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from fractions import Fraction
 
 from optnet.report.params import LinkParams, ModelParams
 
-__all__ = ["CreditCheck", "channel_overhead", "credit_check", "effective_rate",
-           "multipath_rate", "optnet_packet", "packet_efficiency"]
+__all__ = ["channel_overhead", "effective_rate", "multipath_rate", "optnet_packet",
+           "packet_efficiency"]
 
 
 def packet_efficiency(payload_bits: int, overhead_bits: int) -> Fraction:
@@ -45,43 +44,6 @@ def optnet_packet(params: ModelParams, beats: int, beat_bits: int) -> tuple[int,
     ``frame_bits`` (the unused bits of a beat narrower than a flit count as overhead)."""
     payload = beats * beat_bits
     return payload, (beats + 1) * params.frame_bits - payload
-
-
-@dataclass(frozen=True)
-class CreditCheck:
-    """Whether an endpoint's credits keep a path busy (BlueDBM's flow control).
-
-    Attributes
-    ----------
-    window : int
-        Packets a source may have outstanding: ``init_budget * credit + offset``.
-    needed : int
-        Packets that must be outstanding to cover the round trip at the path's rate.
-    round_trip : Fraction
-        Seconds from sending a packet to receiving the credit it earns.
-    packet_time : Fraction
-        Seconds one packet takes on the path's slowest link.
-    """
-
-    window: int
-    needed: int
-    round_trip: Fraction
-    packet_time: Fraction
-
-    @property
-    def sufficient(self) -> bool:
-        return self.window >= self.needed
-
-    @property
-    def share(self) -> Fraction:
-        """Share of the path's rate the window allows: at most ``window`` packets per round
-        trip."""
-        return min(Fraction(1), self.window * self.packet_time / self.round_trip)
-
-
-def credit_check(window: int, round_trip: Fraction, packet_time: Fraction) -> CreditCheck:
-    """The credit a source needs to keep sending while its credit makes the round trip."""
-    return CreditCheck(window, math.ceil(round_trip / packet_time), round_trip, packet_time)
 
 
 def multipath_rate(nodes: int, link_rate: Fraction) -> Fraction:

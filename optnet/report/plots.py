@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from optnet.emit.env import render_template
+from optnet.emit.escape import Raw
 
 __all__ = ["bars", "heat_map", "lines"]
 
@@ -33,8 +34,9 @@ class _Plot:
     polylines: list[tuple] = field(default_factory=list)  # points, stroke
     texts: list[tuple] = field(default_factory=list)      # x, y, text, anchor, size
 
-    def render(self) -> str:
-        return render_template("report/plot.svg.j2", plot=self)
+    def render(self) -> Raw:
+        # inline SVG, for the HTML report to embed as it is
+        return Raw(render_template("report/plot.svg.j2", plot=self), "html")
 
 
 def _r(value: float) -> float:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from optnet.emit.drawing import topology_svg
 from optnet.emit.env import render_template
+from optnet.emit.escape import Raw
 from optnet.report import plots
 from optnet.report.collectives import all_pairs_load
 from optnet.report.latency import COMPONENTS
@@ -47,7 +48,8 @@ def report_files(routed: Sequence[Routed], build: dict | None = None, build_md: 
     for r, doc in zip(routed, docs, strict=True):
         sections += _sections(doc, _figures(r, doc))
     title = docs[0]["cluster"] if len(docs) == 1 else " vs ".join(d["cluster"] for d in docs)
-    context = dict(title=title, sections=sections, build_md=build_md)
+    # build_md is Markdown for report.md; report.html shows it as text.
+    context = dict(title=title, sections=sections, build_md=Raw(build_md, "md"))
     return {
         "report.json": json.dumps(report_json(docs, build), indent=2, sort_keys=True) + "\n",
         "report.md": render_template("report/report.md.j2", **context),
@@ -132,11 +134,19 @@ def _sections(doc: dict, figures: dict[str, str]) -> list[Section]:
              "for optnet packets of the given payload (header flit and link framing)."]
     if bandwidth["multipath_bps"]:
         btext.append(f"Two-hop multipath between two nodes: {_rate(bandwidth['multipath_bps'])}.")
+    if credits:
+        c = bandwidth["credits"][0]
+        btext.append(f"Managed endpoints' credits on the slowest credit loop, {c['src']} to "
+                     f"{c['dst']} and the grant back: {_ns(c['loop_ns'])}, packets of "
+                     f"{_ns(c['packet_ns'])}. A source sends (init_budget - 1) x credit + "
+                     "offset + 1 packets before it needs the first one's credit (the window), "
+                     "so it never waits when the window covers the loop; lint's W101 gives "
+                     "the same verdicts.")
     out.append(Section("Bandwidth", 3, tuple(btext), tuple(t for t in (
         Table(("link type", "PHY", "lanes", "line rate", "line code", "payload rate",
                *(f"overhead at {b} b" for b in sizes)), link_rows),
         Table(("traffic", "saturation per node"), traffic),
-        Table(("managed endpoint", "window (packets)", "needed", "covers the round trip",
+        Table(("managed endpoint", "window (packets)", "needed", "covers the loop",
                "share of the path's rate"), credits) if credits else None) if t),
         (figures["load"],)))
     shown = (64, 65536, 16 * 2**20)
@@ -216,11 +226,11 @@ def _channel_load(routed: Routed) -> list[tuple[str, dict[str, float]]]:
     return [(routed.net.name(c), {"transfers": float(k)}) for c, k in busiest]
 
 
-def _inline(svg: str) -> str:
+def _inline(svg: str) -> Raw:
     # an SVG file's text without its XML declaration and comments, to embed in HTML
     lines = [line for line in svg.splitlines()
              if not line.startswith(("<?xml", "<!--"))]
-    return "\n".join(lines)
+    return Raw("\n".join(lines), "html")
 
 
 def _ns(value: float | None) -> str:

@@ -1,14 +1,13 @@
-"""Routing results as JSON and as table files on disk."""
+"""Routing results as JSON and as the contents of table files."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from optnet.routing.route import Routed
 from optnet.routing.tables import NodeTable, render_c_header, render_hex, to_json
 
-__all__ = ["ROUTE_FORMAT", "route_json", "write_tables"]
+__all__ = ["ROUTE_FORMAT", "route_json", "table_files"]
 
 ROUTE_FORMAT = 1
 
@@ -23,7 +22,8 @@ def route_json(routed: Routed, metrics: dict, tables: list[NodeTable] | None,
         "cluster": routed.cluster.name,
         "algorithm": {"name": routing.algorithm, "reason": routed.reason,
                       "vcs_needed": routing.vcs_needed,
-                      "vcs": routed.cluster.desc.network.vcs, "note": routing.note},
+                      "vcs": routed.cluster.desc.network.vcs, "note": routing.note,
+                      "why_deadlock_free": routed.why},
         "proof": {"acyclic": proof.ok, "channels": proof.channels,
                   "dependencies": proof.dependencies,
                   "cycle": [{"channel": net.name(c), "vc": v, "wait": w}
@@ -41,21 +41,19 @@ def route_json(routed: Routed, metrics: dict, tables: list[NodeTable] | None,
     return doc
 
 
-def write_tables(root: Path, tables: list[NodeTable]) -> None:
-    """Write each node's tables to ``root/<node>/``.
+def table_files(tables: list[NodeTable]) -> dict[str, bytes]:
+    """Each node's table files as ``<node>/routes.json``, ``routes.hex``, ``mcast.hex`` and
+    ``routes.h`` (relative path to contents), for ``optnet route --emit`` to write.
 
-    Node names are legal identifiers (E020), so no name can leave ``root``; the check below
-    is a second line of defence, not the first.
+    Routing computes them and writes nothing: the command line writes them with
+    :func:`optnet.emit.writer.write_into`, which a stage before emit may not import.
     """
-    root = root.resolve()
+    files: dict[str, bytes] = {}
     for table in tables:
-        folder = (root / table.node).resolve()
-        if folder.parent != root:
-            raise ValueError(f"node name {table.node!r} would leave {root}")
-        folder.mkdir(parents=True, exist_ok=True)
         unicast, multicast = render_hex(table)
-        files = {"routes.json": json.dumps(to_json(table), indent=2) + "\n",
+        texts = {"routes.json": json.dumps(to_json(table), indent=2) + "\n",
                  "routes.hex": unicast, "mcast.hex": multicast,
                  "routes.h": render_c_header(table)}
-        for name, text in files.items():
-            (folder / name).write_text(text, encoding="utf-8")
+        files.update((f"{table.node}/{name}", text.encode("utf-8"))
+                     for name, text in texts.items())
+    return files

@@ -13,15 +13,24 @@ import math
 from fractions import Fraction
 
 import networkx as nx
+import numpy as np
 
-from optnet.cluster import graph
+from optnet.model import ModelParams, hop, model_params
 from optnet.routing.algorithms import ahead
+from optnet.routing.latency import Diameter, diameter
 from optnet.routing.network import Network
 from optnet.routing.route import Routed
 
-__all__ = ["EXACT_BISECTION_NODES", "compute_metrics", "through"]
+__all__ = ["EXACT_BISECTION_NODES", "LATENCY_MODEL", "compute_metrics", "link_types",
+           "through"]
 
-EXACT_BISECTION_NODES = 16
+#: How the diameter's latency is modelled (docs/report.md), for the printed metrics.
+LATENCY_MODEL = ("zero load, endpoint to endpoint: 2 hub + (hops + 1) router + per hop "
+                 "(link layers + PHY pair + one frame's serialisation + cable), the report's "
+                 "model (docs/report.md)")
+
+#: Clusters up to this size get their exact minimum bisection, by trying every balanced cut.
+EXACT_BISECTION_NODES = 20
 
 
 def _shortest_counts(net: Network) -> tuple[list[list[int]], list[list[int]]]:
@@ -99,52 +108,159 @@ def _saturation(net: Network, load: list) -> tuple[float, float, str | None]:
     return worst, (rate if busiest else 0.0), busiest
 
 
+def _balanced(n: int) -> list[int]:
+    """Sizes of the half holding node 0 in a balanced cut of ``n`` nodes (halves equal, or
+    one node apart)."""
+    return sorted({n // 2, n - n // 2})
+
+
+def _subsets(count: int, sizes: list[int]) -> np.ndarray:
+    """Every subset of ``count`` items that holds item 0 and has one of ``sizes`` items, as
+    rows of a boolean matrix."""
+    rows = []
+    for size in sizes:
+        combos = list(itertools.combinations(range(1, count), size - 1))
+        picks = np.array(combos, dtype=np.int64).reshape(len(combos), size - 1)
+        side = np.zeros((len(picks), count), dtype=bool)
+        side[:, 0] = True
+        side[np.arange(len(picks))[:, None], picks] = True
+        rows.append(side)
+    return np.concatenate(rows)
+
+
+class _Cuts:
+    """Balanced cuts of a cluster's nodes, scored by the bandwidth of the links they cross."""
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+        self.n = len(cluster.nodes)
+        index = {node.name: node.index for node in cluster.nodes}
+        self.a = np.array([index[link.a.node] for link in cluster.links], dtype=np.int64)
+        self.b = np.array([index[link.b.node] for link in cluster.links], dtype=np.int64)
+        self.rate = np.array([float(link.bandwidth) for link in cluster.links])
+        self.uniform = len({link.bandwidth for link in cluster.links}) <= 1
+
+    def best(self, sides: np.ndarray) -> np.ndarray:
+        """The side (boolean per node) of least bandwidth among the balanced rows of
+        ``sides``; ties (to 12 digits) go to fewer links, then to the first row."""
+        sides = sides[np.abs(2 * sides.sum(axis=1) - self.n) <= 1]
+        cross = sides[:, self.a] != sides[:, self.b]
+        rate = cross @ self.rate
+        low = rate <= rate.min() * (1 + 1e-12)
+        links = np.where(low, cross.sum(axis=1), np.iinfo(np.int64).max)
+        return sides[int(np.argmin(links))]
+
+    def result(self, side: np.ndarray, kind: str, method: str) -> dict:
+        links = [link for link, a, b in zip(self.cluster.links, self.a, self.b, strict=True)
+                 if side[a] != side[b]]
+        half = int(side.sum())
+        return {"links": len(links), "bandwidth_bps": float(sum(
+                    (link.bandwidth for link in links), Fraction(0))),
+                "halves": sorted([half, self.n - half]), "kind": kind, "method": method}
+
+
+def _groups(cluster) -> tuple[str, list[list[int]]] | None:
+    """Nodes by enclosure (or dragonfly group), when every node has one and all are the same
+    size: whole groups are natural halves. Returns the kind of group and the groups."""
+    for key in ("enclosure", "group"):
+        labels = [getattr(node, key) for node in cluster.nodes]
+        if any(label is None for label in labels):
+            continue
+        groups: dict = {}
+        for node, label in zip(cluster.nodes, labels, strict=True):
+            groups.setdefault(label, []).append(node.index)
+        members = list(groups.values())
+        if len(members) > 1 and len({len(m) for m in members}) == 1:
+            return key, members
+    return None
+
+
+def _grid_cut(cluster) -> np.ndarray | None:
+    """The cut across the middle of a generated grid's largest dimension, when it halves the
+    nodes (1-D shapes, or an even largest dimension), else None."""
+    if not (cluster.generated and cluster.topology in ("ring", "line", "mesh", "torus",
+                                                       "hypercube")):
+        return None
+    coords = [node.coords for node in cluster.nodes]
+    k = max(range(len(coords[0])), key=lambda i: max(c[i] for c in coords))
+    size = max(c[k] for c in coords) + 1
+    if len(coords[0]) > 1 and size % 2:
+        return None
+    return np.array([c[k] < size // 2 for c in coords])
+
+
 def _bisection(routed: Routed) -> dict:
+    """The least bandwidth across a balanced cut (halves of equal size, or one node apart),
+    and how it was found: ``kind`` is ``exact`` (every balanced cut tried), ``closed_form``
+    (a generated grid's known minimum) or ``upper_bound`` (the best of the cuts tried; the
+    minimum may be lower)."""
     cluster = routed.cluster
-    g = graph(cluster)
-    n = g.number_of_nodes()
-    names = [node.name for node in cluster.nodes]
-    if n < 2:
-        return {"links": 0, "bandwidth_bps": 0, "method": "trivial"}
-
-    def cut(side: set[str]) -> tuple[int, float]:
-        links = [cluster.links[k] for a, b, k in g.edges(keys=True) if (a in side) != (b in side)]
-        return len(links), float(sum(link.bandwidth for link in links))
-
+    n = len(cluster.nodes)
+    if n < 2 or not cluster.links:
+        return {"links": 0, "bandwidth_bps": 0.0, "halves": [n // 2, n - n // 2],
+                "kind": "exact", "method": "trivial: no link to cut"}
+    cuts = _Cuts(cluster)
     if n <= EXACT_BISECTION_NODES:
-        best = None
-        for rest in itertools.combinations(names[1:], n // 2 - 1 if n % 2 == 0 else n // 2):
-            value = cut({names[0], *rest})
-            best = value if best is None or value < best else best
-        links, bw = best
-        method = "exact (every balanced partition)"
-    elif cluster.generated and cluster.topology in ("ring", "line", "mesh", "torus",
-                                                     "hypercube"):
-        coords = [node.coords for node in cluster.nodes]
-        k = max(range(len(coords[0])), key=lambda i: max(c[i] for c in coords))
-        size = max(c[k] for c in coords) + 1
-        links, bw = cut({names[i] for i, c in enumerate(coords) if c[k] < size // 2})
-        method = ("closed form: the cut across the middle of the largest dimension, minimal "
-                  "for k-ary n-cubes, meshes and hypercubes")
-    else:
-        simple = nx.Graph(g)
-        best = None
-        for seed in range(3 if n <= 256 else 1):
-            a, _ = nx.community.kernighan_lin_bisection(simple, seed=seed)
-            value = cut(set(a))
-            best = value if best is None or value < best else best
-        links, bw = best
-        method = "heuristic: best Kernighan-Lin bisection (an upper bound on the minimum)"
-    return {"links": links, "bandwidth_bps": bw, "method": method}
+        return cuts.result(cuts.best(_subsets(n, _balanced(n))), "exact",
+                           "exact: the least over every balanced cut")
+    grid = _grid_cut(cluster)
+    if grid is not None and cuts.uniform:
+        return cuts.result(grid, "closed_form",
+                           "closed form: the cut across the middle of the largest dimension, "
+                           "minimal for rings, lines and for meshes, tori and hypercubes whose "
+                           "largest dimension is even, with equal links")
+    sides, tried = [], []
+    if grid is not None:
+        sides.append(grid)
+        tried.append("the cut across the largest dimension")
+    grouped = _groups(cluster)
+    if grouped is not None:
+        key, groups = grouped
+        count = [k for k in range(1, len(groups)) if len(groups[0]) * k in _balanced(n)]
+        if count and len(groups) <= EXACT_BISECTION_NODES:
+            for row in _subsets(len(groups), count):
+                side = np.zeros(n, dtype=bool)
+                side[[i for g, on in zip(groups, row, strict=True) if on for i in g]] = True
+                sides.append(side)
+            tried.append(f"every cut between whole {key}s")
+    simple = nx.Graph()
+    simple.add_nodes_from(range(n))
+    for link, a, b in zip(cluster.links, cuts.a, cuts.b, strict=True):
+        # parallel links add up; Kernighan-Lin minimises the weight it cuts
+        weight = simple.get_edge_data(int(a), int(b), {"weight": 0.0})["weight"]
+        simple.add_edge(int(a), int(b), weight=weight + float(link.bandwidth))
+    starts = 3 if n <= 256 else 1
+    for seed in range(starts):
+        half, _ = nx.community.kernighan_lin_bisection(simple, seed=seed, weight="weight")
+        sides.append(np.isin(np.arange(n), list(half)))
+    tried.append(f"Kernighan-Lin weighted by bandwidth from {starts} start"
+                 f"{'s' if starts > 1 else ''}")
+    return cuts.result(cuts.best(np.array(sides)), "upper_bound",
+                       "upper bound: the least of the balanced cuts tried ("
+                       + "; ".join(tried) + "); the minimum may be lower")
 
 
-def compute_metrics(routed: Routed) -> dict:
-    """Every metric of ``routed`` as JSON-ready data (rates in bit/s, times in ns)."""
+def link_types(cluster, params: ModelParams) -> dict:
+    """One link per type (:meth:`~optnet.model.ModelParams.link_type`), in link order."""
+    kinds: dict = {}
+    for link in cluster.links:
+        kinds.setdefault(params.link_type(link), link)
+    return kinds
+
+
+def compute_metrics(routed: Routed, params: ModelParams | None = None,
+                    far: Diameter | None = None) -> dict:
+    """Every metric of ``routed`` as JSON-ready data (rates in bit/s, times in ns).
+
+    The latency diameter is the model's (:mod:`optnet.model`) slowest pair along the routes,
+    endpoint to endpoint at zero load, as the report gives it; ``params`` and ``far`` (its
+    :func:`~optnet.routing.latency.diameter`) are computed when not given.
+    """
     net, routing, cluster = routed.net, routed.routing, routed.cluster
     n = net.size
-    latency_ps = net.latency_ps()
+    params = params or model_params(cluster)
+    far = far or diameter(routed, params)
     route_hops = [ahead(net, routing.next[d], d) for d in range(n)]
-    route_ps = [ahead(net, routing.next[d], d, latency_ps.__getitem__) for d in range(n)]
     dist, sigma = _shortest_counts(net)
     pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
     count = max(1, len(pairs))
@@ -153,7 +269,9 @@ def compute_metrics(routed: Routed) -> dict:
         "links": len(cluster.links),
         "diameter_hops": max((route_hops[d][s] for s, d in pairs), default=0),
         "shortest_diameter_hops": max((dist[s][d] for s, d in pairs), default=0),
-        "diameter_ns": max((route_ps[d][s] for s, d in pairs), default=0) / 1000,
+        # rounded as report.json rounds it, so the two print the same figure
+        "diameter_ns": round(float(far.latency.total) * 1e9, 3) if far else 0.0,
+        "diameter_pair": [far.src, far.dst] if far else None,
         "average_route_hops": sum(route_hops[d][s] for s, d in pairs) / count,
         "average_shortest_path_hops": sum(dist[s][d] for s, d in pairs) / count,
         "path_diversity": {
@@ -161,7 +279,10 @@ def compute_metrics(routed: Routed) -> dict:
             "min_shortest_paths": min((sigma[s][d] for s, d in pairs), default=0),
         },
         "bisection": _bisection(routed),
-        "latency_model": "hop = router pipeline / clock + PHY latency + 5 ns/m of cable",
+        "latency_model": LATENCY_MODEL,
+        # one hop per link type, as the report's per-hop table gives it
+        "hop_ns": {kind: round(float(hop(params, link).total) * 1e9, 3)
+                   for kind, link in link_types(cluster, params).items()},
     }
     traffic = {}
     if n > 1:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optnet.cluster import Cluster, Link, hop_latency
+from optnet.cluster import Cluster, Link
+from optnet.model import hop_times, model_params
 
 __all__ = ["LOCAL", "Network"]
 
@@ -81,10 +82,11 @@ class Network:
         return len(self.out)
 
     def latency_ps(self) -> list[int]:
-        """One-way latency of every channel's hop in whole picoseconds (exact integer
-        weights for shortest-path search)."""
-        return [int(hop_latency(self.cluster, self.link(c)) * 10**12)
-                for c in range(len(self.src))]
+        """Zero-load latency of every channel's hop in whole picoseconds, by the model the
+        report and ``optnet route`` print (:func:`optnet.model.hop`): integer weights for
+        least-latency path search."""
+        times = hop_times(model_params(self.cluster), self.cluster.links)
+        return [int(times[self.link(c).index][0] * 10**12) for c in range(len(self.src))]
 
     def link(self, channel: int) -> Link:
         """The link a channel belongs to."""

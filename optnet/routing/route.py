@@ -37,6 +37,21 @@ class Routed:
     broadcast: Broadcast
     proof: Proof
 
+    @property
+    def why(self) -> str:
+        """Why the routing is deadlock-free, as it actually holds: the algorithm's VC rule
+        when there are VCs for all its classes, else the proof with the classes folded onto
+        the VCs there are (empty when the proof failed)."""
+        if not self.proof.ok:
+            return ""
+        vcs, needed = self.cluster.desc.network.vcs, self.routing.vcs_needed
+        if vcs >= needed:
+            return self.routing.note
+        return (f"'{self.routing.algorithm}' assigns {needed} VC classes, but the network has "
+                f"{vcs} VC{'s' if vcs > 1 else ''}; with the classes above VC {vcs - 1} folded "
+                "onto it, the proof still finds no cycle in the graph of the hardware's waits "
+                f"on these routes, so {vcs} VC{'s suffice' if vcs > 1 else ' suffices'} here")
+
 
 def route(cluster: Cluster, smap: SourceMap) -> tuple[Routed | None, list[Diagnostic]]:
     """Route ``cluster``.

@@ -8,18 +8,18 @@ setting gives one message.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from fractions import Fraction
 
 import networkx as nx
 
-from optnet.cluster import Cluster, Link, graph, hop_latency
+from optnet.cluster import Cluster, Link, graph
 from optnet.diagnostics import Diagnostic
+from optnet.model import endpoint_credits
 from optnet.phys import PARALLEL_REACH, PHYS
 from optnet.spec.names import check_identifier
-from optnet.spec.source import SourceMap
+from optnet.spec.source import Path, SourceMap
 from optnet.units import Dimension, Quantity, format_quantity
 
 __all__ = ["CHECKS", "check_cluster"]
@@ -36,21 +36,34 @@ class _Collector:
         self.diags: list[Diagnostic] = []
         self.grouped: dict[tuple[str, str], list[Link]] = defaultdict(list)
 
-    def link(self, link: Link, code: str, reason: str) -> None:
+    def link(self, link: Link, code: str, reason: str, key: str | None = None) -> None:
+        """A finding on ``link`` about its setting ``key`` (``phy``, ``line_rate`` ...),
+        located where that setting is written, or at the link when it is about no one
+        setting or the setting is not written anywhere."""
+        where = setting_path(link, key, self.smap) if key else None
         if link.role == "explicit":
             self.diags.append(Diagnostic(code, f"Link {link}: {reason}",
-                                         self.smap.at(link.origin)))
+                                         self.smap.at(where or link.origin)))
         else:
-            self.grouped[(code, reason)].append(link)
+            self.grouped[(code, reason, where)].append(link)
 
     def done(self) -> list[Diagnostic]:
-        for (code, reason), links in self.grouped.items():
+        for (code, reason, where), links in self.grouped.items():
             first = links[0]
             many = (f"{len(links)} generated {first.role} links (first {first})"
                     if len(links) > 1 else f"Generated {first.role} link {first}")
-            self.diags.append(Diagnostic(code, f"{many}: {reason}",
-                                         self.smap.at(first.origin, key=True)))
+            self.diags.append(Diagnostic(code, f"{many}: {reason}", self.smap.at(where)
+                                         if where else self.smap.at(first.origin, key=True)))
         return self.diags
+
+
+def setting_path(link: Link, key: str, smap: SourceMap) -> Path | None:
+    """Where setting ``key`` of ``link`` is written (:meth:`Link.setting_paths`), or None.
+
+    A finding about a generated link's lanes belongs on the ``lanes`` the user would change,
+    not on the topology that generated the link.
+    """
+    return next((path for path in link.setting_paths(key) if path in smap.values), None)
 
 
 def _check_phy(cluster: Cluster, out: _Collector) -> None:
@@ -62,10 +75,11 @@ def _check_phy(cluster: Cluster, out: _Collector) -> None:
             port = board.ports[end.port]
             if phy.port_kind != port.kind:
                 out.link(link, "E110", f"{link.phy} needs a {phy.port_kind} port, but "
-                         f"{board.name} port {end.port} is {port.kind}.")
+                         f"{board.name} port {end.port} is {port.kind}.", "phy")
             elif phy.vendors and board.vendor not in phy.vendors:
                 out.link(link, "E110", f"{link.phy} is not available on {board.vendor} "
-                         f"FPGAs ({board.name}); it runs on {', '.join(sorted(phy.vendors))}.")
+                         f"FPGAs ({board.name}); it runs on {', '.join(sorted(phy.vendors))}.",
+                         "phy")
             limits = []
             if port.max_line_rate is not None:
                 limits.append((port.max_line_rate, f"port {end.port} of {board.name}"))
@@ -75,19 +89,19 @@ def _check_phy(cluster: Cluster, out: _Collector) -> None:
             for limit, what in limits:
                 if rate.value > limit.value:
                     out.link(link, "E106", f"the line rate {rate} exceeds the {limit} limit of "
-                             f"{what}.")
+                             f"{what}.", "line_rate")
                     break
         if not phy.min_rate.value <= rate.value <= phy.max_rate.value:
             out.link(link, "E107", f"the line rate {rate} is outside the {phy.min_rate} to "
-                     f"{phy.max_rate} range of {link.phy}.")
+                     f"{phy.max_rate} range of {link.phy}.", "line_rate")
         if link.lanes > phy.max_lanes:
             out.link(link, "E107", f"{link.phy} bonds at most {phy.max_lanes} lanes, not "
-                     f"{link.lanes}.")
+                     f"{link.lanes}.", "lanes")
         reach = _reach(cluster, link)
         if reach is not None and link.length is not None and link.length.value > reach:
             out.link(link, "W104", f"a source-synchronous parallel link of {link.length} is "
                      f"longer than the {_q(reach, Dimension.LENGTH)} its pairs stay "
-                     "deskewed over.")
+                     "deskewed over.", "length")
 
 
 def _reach(cluster: Cluster, link: Link) -> Fraction | None:
@@ -128,45 +142,6 @@ def _check_connected(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
                        hint="Add links between the parts.")]
 
 
-def _diameter(cluster: Cluster) -> int | None:
-    """The hop diameter, or None when the cluster is not connected (E111 says so)."""
-    if cluster.diameter_hint is not None:
-        return cluster.diameter_hint
-    g = nx.Graph(graph(cluster))
-    if g.number_of_nodes() < 2:
-        return 0
-    return nx.diameter(g, usebounds=True) if nx.is_connected(g) else None
-
-
-def _check_credit(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
-    managed = [(i, ep) for i, ep in enumerate(cluster.desc.endpoints) if ep.managed]
-    if not managed or not cluster.links:
-        return []
-    net = cluster.desc.network
-    hops = _diameter(cluster)
-    if hops is None:
-        return []
-    hop = max(hop_latency(cluster, link) for link in cluster.links)
-    bandwidth = max(link.bandwidth for link in cluster.links)
-    packet_bits = net.max_packet.count * net.flit_width
-    round_trip = 2 * hops * hop
-    needed = math.ceil(round_trip * bandwidth / packet_bits)
-    diags = []
-    for i, ep in managed:
-        credit = ep.credit if ep.credit is not None else 16
-        if credit < needed:
-            diags.append(Diagnostic(
-                "W101", f"Endpoint '{ep.name}' grants {credit} packets per credit, but the "
-                f"longest path ({hops} hops, round trip {_q(round_trip, Dimension.TIME)} at "
-                f"{_q(bandwidth, Dimension.RATE)}) holds {needed} packets of "
-                f"{packet_bits} bits in flight; with less credit than that the endpoint "
-                "cannot reach full bandwidth.",
-                smap.at(("endpoints", i, "credit") if ep.credit is not None
-                        else ("endpoints", i)),
-                hint=f"Raise 'credit' to at least {needed}."))
-    return diags
-
-
 def _check_endpoints(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
     diags = []
     seen: dict[str, int] = {}
@@ -187,8 +162,7 @@ def _check_endpoints(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
                     smap.at((*path, given[0]))))
             continue
         buffer = ep.buffer.count if ep.buffer is not None else 64
-        credit = ep.credit if ep.credit is not None else 16
-        offset = ep.offset or 0
+        _, credit, offset = endpoint_credits(ep)
         if credit > buffer:
             diags.append(Diagnostic(
                 "E117", f"Endpoint '{ep.name}' grants {credit} packets per credit but has "
@@ -281,7 +255,7 @@ CHECKS: tuple[Callable[[Cluster, SourceMap], list[Diagnostic]], ...] = (
 """Checks that are meaningful on any elaborated cluster, even a partly broken one."""
 
 GLOBAL_CHECKS: tuple[Callable[[Cluster, SourceMap], list[Diagnostic]], ...] = (
-    _check_connected, _check_credit,
+    _check_connected,
 )
 """Checks that need the whole cluster; skipped when elaboration dropped nodes or links."""
 

@@ -9,10 +9,21 @@ knows about other files (names of boards, nodes and ports are checked by
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema
-from pydantic_core import PydanticCustomError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    PlainSerializer,
+    PlainValidator,
+    WithJsonSchema,
+)
+from pydantic_core import PydanticCustomError, core_schema
 
 from optnet.units import EXAMPLES, UNITS, Dimension, Quantity, QuantityError, parse_quantity
 
@@ -20,6 +31,7 @@ __all__ = [
     "BoardDesc",
     "ClusterDesc",
     "EndpointDesc",
+    "Form",
     "LinkDesc",
     "LinkSettings",
     "NodeDesc",
@@ -56,6 +68,87 @@ Length = _quantity(Dimension.LENGTH, "A length such as '2m' or '30cm'.")
 Duration = _quantity(Dimension.TIME, "A time such as '541ns' or '0.71us'.")
 Flits = _quantity(Dimension.FLITS, "A number of flits such as '8 flits'.")
 Packets = _quantity(Dimension.PACKETS, "A number of packets such as '64 packets'.")
+
+
+@dataclass(frozen=True)
+class Form:
+    """The strict form of a string that reaches tool files (Tcl, constraints, Makefiles,
+    CSV, Markdown), as ``Annotated[str, FORM]`` metadata: a value that does not match is a
+    ``bad_form`` validation error (E014, naming the form), and the JSON Schema carries the
+    pattern.
+
+    Attributes
+    ----------
+    what : str
+        The kind of value, with an article ("a package pin").
+    rule : str
+        The allowed form in words.
+    pattern : str
+        A regular expression the whole value must match, valid in Python and ECMA 262.
+    example : str
+    max_length : int
+    """
+
+    what: str
+    rule: str
+    pattern: str
+    example: str
+    max_length: int = 64
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler
+                                     ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        out = handler(schema)
+        out.update(pattern=f"^(?:{self.pattern})$", maxLength=self.max_length,
+                   examples=[self.example])
+        return out
+
+    def check(self, value: str) -> str:
+        """``value`` if it has this form; raises the ``bad_form`` error otherwise."""
+        # fullmatch: a pattern ending in $ would also accept a trailing newline.
+        if len(value) > self.max_length or re.fullmatch(self.pattern, value) is None:
+            rule = self.rule if len(value) <= self.max_length else \
+                f"at most {self.max_length} characters"
+            raise PydanticCustomError("bad_form", "{what}: {rule} (for example {example})",
+                                      {"what": self.what, "rule": rule,
+                                       "example": self.example})
+        return value
+
+
+# Control characters (line breaks included), DEL, C1 controls, Unicode line separators.
+_CONTROLS = "\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029"
+
+BOARD = Form("a board name", "an ASCII letter, then letters, digits and underscores",
+             r"[A-Za-z][A-Za-z0-9_]*", "zc706")
+PRESET = Form("a preset name", "an ASCII letter, then letters, digits and underscores",
+              r"[A-Za-z][A-Za-z0-9_]*", "bee3_one_x8")
+PIN = Form("a package pin", "a ball or pin name of capital letters then digits, optionally "
+           "written with Quartus' PIN_ prefix", r"(PIN_)?[A-Z]{0,3}[0-9]{1,4}", "AB12")
+SITE = Form("a site name", "capital letters, digits and underscores, starting with a letter",
+            r"[A-Z][A-Z0-9_]*", "GTXE2_CHANNEL_X1Y13")
+PART = Form("a part number", "letters and digits in groups joined by single dashes",
+            r"[A-Za-z0-9]+(-[A-Za-z0-9]+)*", "xc7vx485tffg1761-2")
+FAMILY = Form("a device family", "a lower-case letter, then lower-case letters, digits and "
+              "underscores", r"[a-z][a-z0-9_]*", "virtex7")
+TRANSCEIVER = Form("a transceiver type", "letters and digits in groups joined by single "
+                   "dashes or underscores", r"[A-Za-z0-9]+([-_][A-Za-z0-9]+)*", "GTX")
+CONNECTOR = Form("a connector name", "words of letters, digits and + . / - separated by "
+                 "single spaces, starting with a letter or digit",
+                 r"[A-Za-z0-9][A-Za-z0-9+./-]*( [A-Za-z0-9+./-]+)*", "SFP+")
+IOSTANDARD = Form("an I/O standard", "words of letters, digits and _ . / - separated by "
+                  "single spaces, starting with a letter or digit",
+                  r"[A-Za-z0-9][A-Za-z0-9_./-]*( [A-Za-z0-9_./-]+)*", "LVDS_25")
+ENCLOSURE = Form("an enclosure name", "a letter or digit, then letters, digits and _ . -",
+                 r"[A-Za-z0-9][A-Za-z0-9_.-]*", "enc0")
+LINE = Form("one line of text", "printable characters without line breaks, tabs or other "
+            "control characters", f"[^{_CONTROLS}]*", "Four ZC706 boards in a ring",
+            max_length=1000)
+TEXT = Form("text", "printable characters, line breaks and tabs, no other control "
+            "characters", "[^\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f]*", "UG885 v1.8, table 1-23",
+            max_length=10000)
 
 
 def q(text: str, dim: Dimension) -> Quantity:
@@ -107,7 +200,7 @@ class Defaults(_Model):
     """Values inherited by every node and link that does not set its own."""
 
     noun: ClassVar[str] = "defaults"
-    board: str | None = None
+    board: Annotated[str, BOARD] | None = None
     """Board of every node that names none."""
     link: LinkSettings = LinkSettings()
     """Settings of every link that does not give its own."""
@@ -162,7 +255,7 @@ class NetworkDesc(_Model):
 class _Generated(_Model):
     prefix: str = "n"
     """Generated nodes are named prefix + index (n0, n1, ...)."""
-    board: str | None = None
+    board: Annotated[str, BOARD] | None = None
     """Board of the generated nodes; defaults.board otherwise."""
     link: LinkSettings = LinkSettings()
     """Settings of the generated links, over defaults.link."""
@@ -284,9 +377,9 @@ class NodeDesc(_Model):
     noun: ClassVar[str] = "a node"
     name: str
     """Legal HDL identifier; also the node's output folder name."""
-    board: str | None = None
+    board: Annotated[str, BOARD] | None = None
     """Board file name (see `optnet boards`)."""
-    enclosure: str | None = None
+    enclosure: Annotated[str, ENCLOSURE] | None = None
     """Chassis or board the FPGA sits in; on-board links stay inside one."""
     id: int | None = Field(None, ge=0, le=65535)
     """Numeric node id used in packet headers; assigned in order when omitted."""
@@ -343,7 +436,7 @@ class EndpointDesc(_Model):
     """Packets granted to a sender per credit message (managed only); default 16."""
     offset: int | None = Field(None, ge=0, le=1 << 20)
     """Credit message sent this many packets before the sender's credit runs out, hiding
-    the round trip (managed only); default 0."""
+    the round trip (managed only); default half the credit."""
     init_budget: int | None = Field(None, ge=0, le=1 << 20)
     """Credit messages' worth of packets every sender may send before any credit arrives
     (managed only); default 1."""
@@ -397,12 +490,12 @@ class ClusterDesc(_Model):
     """Format version; this is version 1."""
     name: str
     """Cluster name; a legal identifier."""
-    preset: str | None = None
+    preset: Annotated[str, PRESET] | None = None
     """A topology preset (`optnet topologies`) this file starts from; keys given here
     override the preset's, mapping by mapping."""
-    description: str = ""
+    description: Annotated[str, LINE] = ""
     """One line saying what the cluster is."""
-    source: str | None = None
+    source: Annotated[str, TEXT] | None = None
     """Where the described system comes from (paper, section)."""
     defaults: Defaults = Defaults()
     """Board and link settings inherited by every node and link."""
@@ -429,22 +522,22 @@ class LaneDesc(_Model):
     """One lane: a transceiver channel (serial) or a differential pair per direction."""
 
     noun: ClassVar[str] = "a lane"
-    site: str | None = None
+    site: Annotated[str, SITE] | None = None
     """Transceiver channel site, e.g. GTXE2_CHANNEL_X1Y13 or DCU0_CH0."""
-    tx_p: str | None = None
-    tx_n: str | None = None
-    rx_p: str | None = None
-    rx_n: str | None = None
+    tx_p: Annotated[str, PIN] | None = None
+    tx_n: Annotated[str, PIN] | None = None
+    rx_p: Annotated[str, PIN] | None = None
+    rx_n: Annotated[str, PIN] | None = None
 
 
 class PairPins(_Model):
     """Forwarded clock pairs of a parallel port."""
 
     noun: ClassVar[str] = "the forwarded clock pins"
-    tx_p: str
-    tx_n: str
-    rx_p: str
-    rx_n: str
+    tx_p: Annotated[str, PIN]
+    tx_n: Annotated[str, PIN]
+    rx_p: Annotated[str, PIN]
+    rx_n: Annotated[str, PIN]
 
 
 class RefClkDesc(_Model):
@@ -452,9 +545,9 @@ class RefClkDesc(_Model):
 
     noun: ClassVar[str] = "a reference clock"
     freq: Frequency
-    p: str | None = None
-    n: str | None = None
-    site: str | None = None
+    p: Annotated[str, PIN] | None = None
+    n: Annotated[str, PIN] | None = None
+    site: Annotated[str, SITE] | None = None
     """Reference clock buffer site, where the vendor flow wants one."""
 
 
@@ -474,16 +567,16 @@ class PortDesc(_Model):
     noun: ClassVar[str] = "a board port"
     kind: Literal["serial", "parallel"]
     """`serial`: transceiver lanes; `parallel`: source-synchronous LVDS/DDR on GPIO."""
-    connector: str
+    connector: Annotated[str, CONNECTOR]
     """SFP+, QSFP+, QSFP28, CX4, SMA, FMC-HPC, optical, onboard, header, ..."""
     lanes: list[LaneDesc] = Field(min_length=1, max_length=256)
     max_line_rate: Rate | None = None
     """Per-lane limit of this port, when below the transceiver's."""
     refclk: RefClkDesc | None = None
-    iostandard: str | None = None
+    iostandard: Annotated[str, IOSTANDARD] | None = None
     """I/O standard of the port's pins (parallel ports: of every pair, unless
     `rx_iostandard` gives the receive pairs their own)."""
-    rx_iostandard: str | None = None
+    rx_iostandard: Annotated[str, IOSTANDARD] | None = None
     """I/O standard of the receive pairs (data and forwarded clock) of a parallel port, where
     it differs from `iostandard` (ECP5 boards that emulate differential outputs with
     LVCMOS33D receive with the LVDS input buffer)."""
@@ -492,7 +585,7 @@ class PortDesc(_Model):
     onboard: OnboardDesc | None = None
     verified: bool = True
     """False when the pins are not confirmed by the board's own documentation."""
-    note: str | None = None
+    note: Annotated[str, TEXT] | None = None
 
 
 class ClockDesc(_Model):
@@ -500,19 +593,19 @@ class ClockDesc(_Model):
 
     noun: ClassVar[str] = "a board clock"
     freq: Frequency
-    pin: str | None = None
-    p: str | None = None
-    n: str | None = None
-    iostandard: str | None = None
+    pin: Annotated[str, PIN] | None = None
+    p: Annotated[str, PIN] | None = None
+    n: Annotated[str, PIN] | None = None
+    iostandard: Annotated[str, IOSTANDARD] | None = None
 
 
 class LedsDesc(_Model):
     """User LEDs the generated board top drives with link and network status."""
 
     noun: ClassVar[str] = "the LEDs"
-    pins: list[str] = Field(min_length=1, max_length=64)
+    pins: list[Annotated[str, PIN]] = Field(min_length=1, max_length=64)
     """Package pins, LED 0 first."""
-    iostandard: str | None = None
+    iostandard: Annotated[str, IOSTANDARD] | None = None
     """I/O standard of every LED pin."""
     active_low: bool = False
     """The LEDs light when their pin is driven low."""
@@ -541,7 +634,7 @@ class TransceiversDesc(_Model):
     """The FPGA's multi-gigabit transceivers."""
 
     noun: ClassVar[str] = "the transceiver figures"
-    type: str
+    type: Annotated[str, TRANSCEIVER]
     min_line_rate: Rate | None = None
     max_line_rate: Rate
 
@@ -554,18 +647,19 @@ class BoardDesc(_Model):
     optnet_board: int
     """Board format version; this is version 1."""
     name: str
-    extends: str | None = None
+    """The file name's stem: a legal identifier."""
+    extends: Annotated[str, BOARD] | None = None
     """Board this one refines (mappings merge key by key)."""
-    description: str = ""
+    description: Annotated[str, LINE] = ""
     vendor: Literal["xilinx", "intel", "lattice"]
-    family: str
-    part: str
+    family: Annotated[str, FAMILY]
+    part: Annotated[str, PART]
     resources: ResourcesDesc
     transceivers: TransceiversDesc | None = None
     clocks: dict[str, ClockDesc] = {}
     leds: LedsDesc | None = None
     """User LEDs, for the board top's status display."""
     ports: dict[str, PortDesc] = {}
-    source: str
+    source: Annotated[str, TEXT]
     """Where every fact in this file comes from."""
-    note: str | None = None
+    note: Annotated[str, TEXT] | None = None

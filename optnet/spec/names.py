@@ -9,7 +9,7 @@ from optnet.diagnostics import Diagnostic, Location
 __all__ = ["MAX_NAME", "check_identifier"]
 
 MAX_NAME = 64
-_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # Verilog-2005, SystemVerilog and VHDL-2008 keywords that a plain identifier could collide
 # with, plus C keywords (names reach the routes.h header).
 _RESERVED = frozenset("""
@@ -49,7 +49,8 @@ def check_identifier(name: object, what: str, location: Location | None) -> list
     """
     text = str(name)
     reason = None
-    if not _IDENT.match(text):
+    # fullmatch: match with a $ anchor would accept a trailing newline.
+    if not _IDENT.fullmatch(text):
         reason = ("it must start with a letter and contain only ASCII letters, digits and "
                   "underscores")
     elif len(text) > MAX_NAME:

@@ -691,7 +691,7 @@ def ip_ports(phy: str, lanes: int, family: str | None = None) -> tuple[IpPort, .
     spec = _spec(phy).variant(family)
     if lanes not in spec.lanes:
         raise ValueError(
-            f"{phy} supports {spec.lanes[0]}..{spec.lanes[-1]} lanes"
+            f"{phy} supports {spec.lanes[0]}..{spec.lanes[-1]} lanes, not {lanes}"
             if len(spec.lanes) > 2 else
             f"{phy} supports {' or '.join(map(str, spec.lanes))} lanes, not {lanes}")
     ports: list[IpPort] = []
