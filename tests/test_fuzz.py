@@ -435,12 +435,20 @@ def _slow_profile() -> settings:
     return settings.get_profile("ci" if name == "default" else name)
 
 
+GRAMMAR_SHARDS = 4
+"""The slow lint fuzzing in parts of a few minutes each; together they lint the profile's
+``max_examples`` documents (10,000 under ``ci``)."""
+
+
 @pytest.mark.slow
-def test_grammar_mutants_ci():
+@pytest.mark.parametrize("shard", range(GRAMMAR_SHARDS))
+def test_grammar_mutants_ci(shard):
     profile = _slow_profile()
+    share = -(-profile.max_examples // GRAMMAR_SHARDS)
     before = LINTED["documents"]
 
-    @settings(profile, suppress_health_check=list(HealthCheck), deadline=None)
+    @settings(profile, max_examples=share, suppress_health_check=list(HealthCheck),
+              deadline=None)
     @given(data=documents(), fmt=st.sampled_from(["text", "json", "sarif", "github"]),
            no_route=st.booleans())
     def mutants(data, fmt, no_route):
@@ -448,8 +456,8 @@ def test_grammar_mutants_ci():
 
     mutants()
     ran = LINTED["documents"] - before
-    print(f"\nlint fuzzing: {ran} documents, {LINTED}")
-    assert ran >= profile.max_examples
+    print(f"\nlint fuzzing, shard {shard}: {ran} documents; {LINTED}")
+    assert ran >= share
 
 
 # ------------------------------------------------------------------ build mutants
@@ -826,3 +834,15 @@ def test_one_flit_packets_are_refused_by_plan(run, tmp_path):
     assert found.exit_code == 1 and "error[E305]: A packet of at most 1 flit has no room " \
         "for data after its header flit in cluster 'c'." in found.output
     assert run("hdl", "-o", str(tmp_path / "out"), str(path)).exit_code == 1
+
+
+def test_text_output_shows_names_as_written(run, tmp_path):
+    # Rich printed the text format and turned ':thumbs_up:' into an emoji, in the message
+    # and in the quoted source line.
+    path = tmp_path / "c.yaml"
+    path.write_text('optnet: 1\nname: ":thumbs_up:"\ntopology: {kind: ring, nodes: 3}\n')
+    lines = run("lint", str(path)).output.splitlines()
+    assert lines[:2] == [
+        f"{path}:2:7: error[E020]: The cluster name ':thumbs_up:' is not a legal name: it "
+        "must start with a letter and contain only ASCII letters, digits and underscores.",
+        ' 2 | name: ":thumbs_up:"']
