@@ -175,6 +175,7 @@ def plan(routed: Routed, *, tables: bool = True) -> list[NodePlan]:
         ends[link.index, link.a.node] = (link.a, link.b, link)
         ends[link.index, link.b.node] = (link.b, link.a, link)
     plans = []
+    configs: dict[tuple[int, int], LinkConfig] = {}
     for table, node in zip(node_tables(routed) if tables else [None] * len(cluster.nodes),
                            cluster.nodes, strict=True):
         x = node.index
@@ -184,10 +185,11 @@ def plan(routed: Routed, *, tables: bool = True) -> list[NodePlan]:
             own, far, link = ends[c // 2, node.name]
             p = routed.net.out_port[c]
             width = _user_width(link.phy, link.lanes, node.board.family)
+            if (width, p) not in configs:      # one per (width, port) is shared by all nodes
+                configs[width, p] = LinkConfig(fmt, width, f"phy{p}", depth, **link_kw)
             ports.append(PortPlan(
                 p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
-                int(link.line_rate.value), str(far),
-                LinkConfig(fmt, width, f"phy{p}", depth, **link_kw)))
+                int(link.line_rate.value), str(far), configs[width, p]))
         # The local port's "receiver" is the hub, which takes flits straight into the
         # endpoints and returns each credit at once; two packets' worth keeps it streaming.
         router = RouterConfig(
