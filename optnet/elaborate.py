@@ -344,14 +344,21 @@ class _Elaborator:
 
     def generated_links(self, gen: Generated) -> list[_Pending]:
         pendings = []
+        # A generator gives thousands of links a handful of settings objects: layer each
+        # once (by identity; gen.links keeps them alive) and copy the result per link.
+        layered: dict[tuple[int, str], dict] = {}
         for gl in gen.links:
             a, b = gen.nodes[gl.a].name, gen.nodes[gl.b].name
             if a not in self.boards or b not in self.boards:
                 continue
             label = f"{a} -- {b} ({gl.role})"
-            settings = _layers(self.desc.defaults.link, gl.settings)
-            if settings.get("phy", "lvds" if gl.role == "intra" else None) != "lvds":
-                settings.setdefault("lanes", 1)
+            key = (id(gl.settings), gl.role)
+            if key not in layered:
+                base = _layers(self.desc.defaults.link, gl.settings)
+                if base.get("phy", "lvds" if gl.role == "intra" else None) != "lvds":
+                    base.setdefault("lanes", 1)
+                layered[key] = base
+            settings = dict(layered[key])
             pendings.append(_Pending(label, (
                 _EndSpec(a, "", None, None, ("topology",)),
                 _EndSpec(b, "", None, None, ("topology",))),

@@ -176,7 +176,7 @@ def _hardware(result: LintResult, smap: SourceMap) -> list[Diagnostic]:
     from optnet.plan import PlanError, plan
 
     try:
-        plans = plan(result.routed, tables=False)
+        plans = plan(result.routed, tables=False, one_per_role=True)
     except PlanError as exc:
         return [finding.located(smap) for finding in exc.args]
     return [f.located(smap) for f in hardware_findings(result.routed.cluster, plans)]

@@ -118,12 +118,16 @@ class NodePlan:
             tuple(dataclasses.replace(e, node_id=0) for e in self.endpoints))
 
 
-def plan(routed: Routed, *, tables: bool = True) -> list[NodePlan]:
+def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
+         ) -> list[NodePlan]:
     """Plan the hardware of every node of ``routed`` (whose proof must have passed).
 
     Without ``tables`` the routers' table words are left empty and ``table`` is None: what
     lint checks (clocks, projects, per hardware role) does not read them, and packing the
-    tables of a thousand nodes takes longer than the rest of the plan.
+    tables of a thousand nodes takes longer than the rest of the plan. With
+    ``one_per_role`` only the first node of each hardware role (:meth:`NodePlan.role`) is
+    planned: a node's role is fixed by its board and its ports, which are known before its
+    plan is made, and lint needs no more than one plan per role.
 
     Raises
     ------
@@ -170,21 +174,28 @@ def plan(routed: Routed, *, tables: bool = True) -> list[NodePlan]:
     waits = Waits.of(net, len(eps))
     link_kw = dict(window=net.reliability.window,
                    crc_bits={"crc32": 32, "crc16": 16, "none": 0}[net.reliability.crc])
-    ends = {}
-    for link in cluster.links:
-        ends[link.index, link.a.node] = (link.a, link.b, link)
-        ends[link.index, link.b.node] = (link.b, link.a, link)
     plans = []
     configs: dict[tuple[int, int], LinkConfig] = {}
+    roles: set[tuple] = set()
     for table, node in zip(node_tables(routed) if tables else [None] * len(cluster.nodes),
                            cluster.nodes, strict=True):
         x = node.index
         radix = len(routed.net.ports[x])
-        ports = []
+        links = []
         for c in routed.net.out[x]:
-            own, far, link = ends[c // 2, node.name]
-            p = routed.net.out_port[c]
+            # Channel 2i runs from link i's end a to its end b, 2i + 1 back.
+            link = cluster.links[c // 2]
+            own, far = (link.a, link.b) if c % 2 == 0 else (link.b, link.a)
             width = _user_width(link.phy, link.lanes, node.board.family)
+            links.append((routed.net.out_port[c], own, far, link, width))
+        if one_per_role:
+            role = (node.board.name, tuple((p, own.port, own.lanes, link.phy, link.line_rate, w)
+                                           for p, own, _, link, w in links))
+            if role in roles:
+                continue
+            roles.add(role)
+        ports = []
+        for p, own, far, link, width in links:
             if (width, p) not in configs:      # one per (width, port) is shared by all nodes
                 configs[width, p] = LinkConfig(fmt, width, f"phy{p}", depth, **link_kw)
             ports.append(PortPlan(

@@ -82,3 +82,16 @@ def test_lower_refuses_a_part_using_an_undeclared_domain(sl3_node):
     with pytest.raises(ValueError, match=r"module 'x' has ports \['phy_clk', 'phy_rst'\] it "
                                          r"should not have and lacks \[\]"):
         lower(LinkLayer(cfg), "x", ["sync"])
+
+
+@pytest.mark.parametrize("stem", ["bluedbm_20", "optweb_4", "bee3_two_x4", "cuscomnet_torus16"])
+def test_planning_one_per_role_plans_the_representatives(stem):
+    # Lint plans one node per role without building the others' plans: the same nodes,
+    # with the same plans, as filtering every node's plan by its role.
+    from optnet.emit.hdl import one_per_role
+
+    from .conftest import linted_example
+
+    routed = linted_example(stem).routed
+    assert plan(routed, tables=False, one_per_role=True) == one_per_role(
+        plan(routed, tables=False))

@@ -444,20 +444,37 @@ def _pick_divider(vco: Fraction, req: ClockRequest, step: Fraction,
                   limits: PllLimits) -> Fraction | None:
     """The output divider (a multiple of ``step`` in the limits' range) that gives the
     frequency nearest ``req`` (ties: the slower), or the fastest not above it."""
-    lo, hi = Fraction(limits.out_divide[0]), Fraction(limits.out_divide[1])
-    exact = vco / req.hz
-    down = max(lo, min(hi, math.floor(exact / step) * step))
-    up = max(lo, min(hi, math.ceil(exact / step) * step))
+    # Exact, in integers: the search calls this thousands of times per clock plan, and the
+    # same comparisons on Fractions made a plan cost a third of a second.
+    vn, vd = vco.numerator, vco.denominator
+    hn, hd = req.hz.numerator, req.hz.denominator
+    tn, td = step.numerator, step.denominator
+    # Dividers j * step with j in [jlo, jhi]; j * step gives vco * td / (j * tn).
+    jlo = -(-limits.out_divide[0] * td // tn)
+    jhi = limits.out_divide[1] * td // tn
+    num, den = vn * hd * td, vd * hn * tn        # vco / (req * step)
+    down = max(jlo, min(jhi, num // den))
+    up = max(jlo, min(jhi, -(-num // den)))
     if req.at_most:
-        choices = [up] if vco / up <= req.hz else []
+        # vco / (up * step) <= req
+        choices = [up] if vn * hd * td <= hn * vd * up * tn else []
+    elif down == up:
+        choices = [down]
     else:
-        choices = sorted({down, up}, key=lambda d: (abs(vco / d - req.hz), -d))
-    for d in choices:
+        # |vco / (j * step) - req| is |vn*td*hd - hn*vd*tn*j| / (vd*tn*hd*j): compare
+        # the two errors across their denominators; a tie goes to the larger divider.
+        e_down, e_up = abs(num - den * down), abs(num - den * up)
+        choices = [down, up] if e_down * up < e_up * down else [up, down]
+    fmin, fmax = Fraction(limits.fout[0]), Fraction(limits.fout[1])
+    for j in choices:
         # A fractional divider below 2 does not exist (CLKOUT0_DIVIDE_F is 1 or 2.000-128.000).
-        if d.denominator != 1 and d < 2:
+        if (j * tn) % td and j * tn < 2 * td:
             continue
-        if limits.fout[0] <= vco / d <= limits.fout[1]:
-            return d
+        # fmin <= vco * td / (j * tn) <= fmax
+        out_n, out_d = vn * td, vd * j * tn
+        if fmin.numerator * out_d <= out_n * fmin.denominator and \
+                out_n * fmax.denominator <= fmax.numerator * out_d:
+            return Fraction(j * tn, td)
     return None
 
 
@@ -555,6 +572,34 @@ def _score(vco: Fraction, divs: Sequence[Fraction], requests: Sequence[ClockRequ
     return worst, total
 
 
+def _rough_score(vco: float, divs: Sequence[Fraction], requests: Sequence[ClockRequest]
+                 ) -> tuple[float, float]:
+    """:func:`_score` in floating point, to pass over the settings clearly worse than the
+    best so far without computing their exact score."""
+    worst, total = 1.0, 0.0
+    for d, r in zip(divs, requests, strict=True):
+        hz = float(r.hz)
+        err = abs(vco / float(d) - hz) / hz
+        total += err
+        worst = max(worst, err / float(AT_MOST_TOLERANCE if r.at_most else TOLERANCE))
+    return worst, total
+
+
+#: Relative margin for :func:`_clearly_worse`, far above the rounding error of a few float
+#: operations (about 1e-15) and far below any real difference between two settings.
+_ROUGH = 1e-9
+
+
+def _clearly_worse(rough: tuple[float, float], best: tuple[float, float] | None) -> bool:
+    """Whether a setting whose rough score is ``rough`` is certainly worse than the best so
+    far (rough score ``best``); when unsure, the exact score decides."""
+    if best is None:
+        return False
+    if rough[0] > best[0] * (1 + _ROUGH):
+        return True
+    return rough[0] >= best[0] * (1 - _ROUGH) and rough[1] > best[1] * (1 + _ROUGH) + _ROUGH
+
+
 @functools.lru_cache(maxsize=256)
 def _search(kind: str, grade: int, fin: Fraction, requests: tuple[ClockRequest, ...]):
     """The best (divide, multiply, vco, output dividers), or None; cached, since every
@@ -566,7 +611,7 @@ def _search(kind: str, grade: int, fin: Fraction, requests: tuple[ClockRequest, 
 
 
 def _search_vco(limits: PllLimits, fin: Fraction, requests: Sequence[ClockRequest]):
-    best, best_key = None, None
+    best, best_key, best_rough = None, None, None
     vlo, vhi = Fraction(limits.vco[0]), Fraction(limits.vco[1])
     step = limits.multiply_step
     for d in range(limits.divide[0], limits.divide[1] + 1):
@@ -588,15 +633,18 @@ def _search_vco(limits: PllLimits, fin: Fraction, requests: Sequence[ClockReques
                     break
                 divs.append(div)
             else:
+                rough = _rough_score(float(vco), divs, requests)
+                if _clearly_worse(rough, best_rough):
+                    continue
                 key = (*_score(vco, divs, requests), d, -vco, mult)
                 if best_key is None or key < best_key:
-                    best, best_key = (d, mult, vco, tuple(divs)), key
+                    best, best_key, best_rough = (d, mult, vco, tuple(divs)), key, rough
     return best
 
 
 def _search_ecp5(limits: PllLimits, fin: Fraction, requests: Sequence[ClockRequest]):
     # ecppll's loop: CLKI_DIV, CLKFB_DIV, CLKOP_DIV; CLKOP = f_pfd * CLKFB_DIV is request 0.
-    best, best_key = None, None
+    best, best_key, best_rough = None, None, None
     primary, rest = requests[0], requests[1:]
     for ref_div in range(limits.divide[0], limits.divide[1] + 1):
         pfd = fin / ref_div
@@ -621,9 +669,13 @@ def _search_ecp5(limits: PllLimits, fin: Fraction, requests: Sequence[ClockReque
                         break
                     divs.append(div)
                 else:
+                    rough = _rough_score(float(vco), divs, requests)
+                    if _clearly_worse(rough, best_rough):
+                        continue
                     key = (*_score(vco, divs, requests), abs(vco - 600 * MHZ))
                     if best_key is None or key < best_key:
                         best, best_key = (ref_div, Fraction(fb_div), vco, tuple(divs)), key
+                        best_rough = rough
     return best
 
 

@@ -163,7 +163,7 @@ Phy = Literal["aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "r
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
-                              use_attribute_docstrings=True, populate_by_name=True)
+                              populate_by_name=True)
     noun: ClassVar[str] = "this mapping"
 
 
