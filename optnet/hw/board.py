@@ -592,7 +592,9 @@ _ROUGH = 1e-9
 
 def _clearly_worse(rough: tuple[float, float], best: tuple[float, float] | None) -> bool:
     """Whether a setting whose rough score is ``rough`` is certainly worse than the best so
-    far (rough score ``best``); when unsure, the exact score decides."""
+    far (rough score ``best``); when unsure, the exact score decides. (The worst-output
+    term is exactly 1.0 for every setting within tolerance, the only ones a plan accepts,
+    so near-ties there are decided exactly too.)"""
     if best is None:
         return False
     if rough[0] > best[0] * (1 + _ROUGH):
