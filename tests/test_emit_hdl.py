@@ -3,6 +3,7 @@ configuration."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -95,3 +96,11 @@ def test_planning_one_per_role_plans_the_representatives(stem):
     routed = linted_example(stem).routed
     assert plan(routed, tables=False, one_per_role=True) == one_per_role(
         plan(routed, tables=False))
+
+
+def test_a_linked_router_port_must_start_without_credit(sl3_node):
+    # The link layer grants the far end's buffer (issue 18): a router port that also
+    # started with that credit would send twice the far end's buffer.
+    p = dataclasses.replace(sl3_node, router=dataclasses.replace(sl3_node.router, granted=()))
+    with pytest.raises(ValueError, match=r"router port 1 is linked but starts with credit"):
+        NodeTop(p)

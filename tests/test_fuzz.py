@@ -11,7 +11,7 @@ status 0 or 1 (2 is for files that cannot be read, and these always can) -- neve
 exception, a signal or a hang -- within :data:`TIME_BOUND` seconds, writing no file.
 
 Budgets are Hypothesis profiles (see tests/conftest.py): the fast tier lints ``fast``'s
-few documents, the slow tier at least 10,000 (``ci``). A second slow test takes 200 small
+few documents, the slow tier at least 10,000 (``ci``). A second slow test takes 100 small
 clusters that lint clean through planning and hardware lowering. The regressions at the
 end pin what fuzzing and review found, each by its diagnostic.
 """
@@ -559,7 +559,7 @@ def _lower_to_rtlil(plan) -> None:
 
 BUILD_SHARDS = 4
 """The build fuzzing is split so that each part runs in minutes. Under the ``ci`` profile
-each shard lowers 50 lint-clean small clusters, 200 in all (a two-hundredth of the
+each shard lowers 25 lint-clean small clusters, 100 in all (a four-hundredth of the
 profile's examples each, and at least 2). Every tenth goes through
 :func:`optnet.emit.hdl.node_files` (Yosys included), the others through
 :func:`_lower_to_rtlil`. OPTNET_FUZZ_SEED varies the clusters from run to run."""
@@ -577,7 +577,7 @@ def test_build_mutants(shard, tmp_path):
     from optnet.emit.hdl import node_files, one_per_role
     from optnet.plan import PlanError, plan
 
-    wanted = max(2, _slow_profile().max_examples // 200)
+    wanted = max(2, _slow_profile().max_examples // 400)
     rnd = random.Random(f"build-{shard}-{os.environ.get('OPTNET_FUZZ_SEED', '')}")
     path = tmp_path / "cluster.yaml"
     lowered = attempts = 0

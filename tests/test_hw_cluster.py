@@ -7,7 +7,7 @@ import random
 from collections import defaultdict
 
 import pytest
-from amaranth.hdl import ClockDomain, Module
+from amaranth.hdl import ClockDomain, Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
 from optnet.hw.linkmodel import LinkModel
@@ -25,16 +25,24 @@ def build(name):
 
 
 def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles=200_000,
-             ready=0.7, stall=20_000):
+             ready=0.7, stall=20_000, reset=None):
     """Simulate cluster ``name`` with random traffic: ``bcast`` of the packets broadcasts,
     each user ready to take a beat with probability ``ready``. Stops when everything has
     arrived, after ``max_cycles``, or after ``stall`` cycles without a delivery (a
-    deadlock). Returns the expected and received packets per flow and the run's state."""
+    deadlock). ``reset``: ``(node, cycle)``, every domain of that node reset for 5 cycles
+    from that cycle on, its user logic too (it goes on with its next packet). Returns the
+    expected and received packets per flow and the run's state (``done["started"]``: the
+    cycle each packet's first beat was taken, by (node, endpoint, index))."""
     _, plans = build(name)
     m = Module()
     tops = {}
+    rst = Signal()
     for p in plans:
-        tops[p.node] = m.submodules[p.node] = NodeTop(p, phys="sim")
+        tops[p.node] = top = NodeTop(p, phys="sim")
+        if reset is not None and p.node == reset[0]:
+            domains = ["sync"] + [f"phy{port.port}" for port in p.ports]
+            top = ResetInserter(dict.fromkeys(domains, rst))(top)
+        m.submodules[p.node] = top
     ports = {p.port for pl in plans for p in pl.ports}
     for port in sorted(ports):
         m.domains += ClockDomain(f"phy{port}")
@@ -89,7 +97,18 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
                 expected_total += (len(plans) - 1) if dst is None else 1
         got_total = 0
         last_progress = 0
+        started = done["started"] = {}
         for cycle in range(max_cycles):
+            resetting = reset is not None and reset[1] <= cycle < reset[1] + 5
+            ctx.set(rst, resetting)
+            if resetting:
+                # the reset node's user logic starts again too: with its next packet, and
+                # without what it was receiving
+                for (node, _), k in cursor.items():
+                    if node == reset[0] and k[1]:
+                        k[0], k[1] = k[0] + 1, 0
+                for key in [key for key in partial if key[0] == reset[0]]:
+                    del partial[key]
             for (node, e), items in traffic.items():
                 s_axis = getattr(tops[node], f"{e}_s_axis")
                 k = cursor[node, e]
@@ -107,6 +126,8 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
                 s_axis = getattr(tops[node], f"{e}_s_axis")
                 if ctx.get(s_axis.valid) and ctx.get(s_axis.ready):
                     k = cursor[node, e]
+                    if k[1] == 0:
+                        started[node, e, k[0]] = cycle
                     k[1] += 1
                     if k[1] == len(items[k[0]][1]):
                         k[0], k[1] = k[0] + 1, 0
@@ -125,6 +146,10 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
                 break
             if got_total >= expected_total and cycle % 64 == 0:
                 break
+            if reset is not None and cycle % 64 == 0 and all(
+                    k[0] == len(traffic[key]) for key, k in cursor.items()) and (
+                    cycle - last_progress > 3000):
+                break           # (some packets are lost to the reset: no total to wait for)
         done["cycles"] = cycle
         done["dropped"] = {n: ctx.get(t.dropped) for n, t in tops.items()}
         done["partial"] = dict(partial)
@@ -150,19 +175,18 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["ring4", "torus2x2", "full4"])
 def test_cluster_delivers_every_packet_once_in_order(name):
-    expected, received, done = simulate(name, packets_per_endpoint=250)
+    expected, received, done = simulate(name, packets_per_endpoint=120)
     assert not done["partial"]
     assert all(v == 0 for v in done["dropped"].values())
     assert set(received) <= set(expected)
     for key, packets in expected.items():
         assert received.get(key, []) == packets, f"flow {key} after {done['cycles']} cycles"
-    assert sum(len(v) for v in expected.values()) >= 2000
+    assert sum(len(v) for v in expected.values()) >= 1000
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, ready", [
-    (name, ready) for name in ("ring4", "torus2x2", "full4") for ready in (1.0, 0.7)
-] + [("ring4_prio", 0.7)])
+    ("ring4", 1.0), ("ring4", 0.7), ("torus2x2", 0.7), ("full4", 0.7), ("ring4_prio", 0.7)])
 def test_every_node_broadcasting_heavily_delivers_everything(name, ready):
     # 60 % of packets are broadcasts, from every endpoint of every node at once: before
     # multicasts took their VCs with credit for all but the tail, two broadcasting nodes
@@ -190,3 +214,53 @@ def test_ring_with_bit_errors_loses_nothing():
     expected, received, done = simulate("ring4", packets_per_endpoint=30, ber=1e-4, seed=7)
     assert done["flipped"] > 0, "the run must actually inject errors"
     assert received == expected, f"after {done['cycles']} cycles"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, node", [("ring4", "n1"), ("torus2x2", "n0")])
+def test_a_node_reset_under_traffic_rejoins(name, node):
+    # Issue 18: one node resets while the others keep sending to it and it to them. Its
+    # links resynchronise, its endpoints' budgets too, and traffic resumes: no flow stalls,
+    # nothing is duplicated or reordered, only packets in flight around the reset are lost
+    # (whole, or cut short by it and closed with a tail), and every packet sent once the
+    # node is back arrives.
+    # "Back" means its endpoints have synchronised with each peer, through the backlog the
+    # network built up meanwhile: on the 2x2 torus under this load, up to about 4,000
+    # cycles for the peer two hops away (its packets sent before the SYNC reaches it
+    # belong to the old start and are dropped, as they must be).
+    at, settle = 1500, 5000
+    expected, received, done = simulate(name, packets_per_endpoint=60, bcast=0.0, seed=11,
+                                        reset=(node, at), stall=6000)
+    node_of = {i: n for n, i in _ids(name).items()}
+    lost = cut = 0
+    for key, packets in expected.items():
+        dst, e, src_id, _ = key
+        src = node_of[src_id]
+        got = received.get(key, [])
+        indices = [packet[0] & 0x7FF for packet in got]
+        assert indices == sorted(set(indices)), f"flow {key}: duplicated or reordered"
+        whole = {packet[0] & 0x7FF: packet for packet in packets}
+        for packet, i in zip(got, indices, strict=True):
+            if packet != whole[i]:
+                cut += 1
+                assert node in (dst, src), f"flow {key}: corrupted"
+        late = [i for i in whole if done["started"].get((src, e, i), 0) >= at + settle]
+        assert set(late) <= set(indices), f"flow {key}: lost after the node was back"
+        lost += len(packets) - len(got)
+        if node not in _through(name, src, dst):
+            assert len(got) == len(packets), f"flow {key} does not cross {node}"
+    assert cut <= 2 * len(expected) and lost < sum(len(v) for v in expected.values()) // 4
+    assert done["cycles"] > at + settle
+
+
+def _ids(name):
+    return {p.node: p.node_id for p in build(name)[1]}
+
+
+def _through(name, src, dst):
+    """The nodes a packet from ``src`` to ``dst`` crosses, both ends included."""
+    routed = build(name)[0]
+    names = [n.name for n in routed.cluster.nodes]
+    net = routed.net
+    path = routed.routing.path(net, names.index(src), names.index(dst))
+    return {names[net.src[c]] for c in path} | {dst}

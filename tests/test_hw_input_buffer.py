@@ -1,5 +1,5 @@
 """The router's input buffer against a model of one queue per VC: random writes, pops and
-reads; the registered fronts and the synchronously read data must match the model."""
+reads; the fronts and the synchronously read data must match the model."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from amaranth.sim import Simulator
 
 from optnet.hw.flit import FlitFormat
 from optnet.hw.router import InputBuffer
+from optnet.hw.verilog import to_verilog
 
 FMT = FlitFormat(width=16, vcs=3, id_bits=2)
 CTRL = data.StructLayout({"head": 1, "tail": 1, "tag": 6})
@@ -30,7 +31,7 @@ def test_input_buffer_matches_queues(depth):
         queues = [deque() for _ in range(vcs)]
         expect_data = None   # (data, head, tail) the last read must show this cycle
         for _ in range(3000):
-            # the registered fronts and the data read last cycle
+            # the fronts and the data read last cycle
             for v in range(vcs):
                 assert ctx.get(dut.valid[v]) == bool(queues[v])
                 if queues[v]:
@@ -77,3 +78,11 @@ def test_input_buffer_matches_queues(depth):
     sim.add_testbench(bench)
     sim.run()
     assert checked["fronts"] > 2000 and checked["reads"] > 500
+
+
+@pytest.mark.parametrize("block", [False, True])
+def test_block_buffers_ask_for_block_ram(block):
+    """``block`` only marks the flit storage for block RAM; the control memories stay LUT
+    RAM (their reads are asynchronous)."""
+    text = to_verilog(InputBuffer(FMT.flit, CTRL, FMT.vcs, 4, block=block), "buf")
+    assert text.count('ram_style = "block"') == int(block)

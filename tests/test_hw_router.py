@@ -6,6 +6,7 @@ import random
 from collections import defaultdict, deque
 
 import pytest
+from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
 from optnet.hw.flit import FlitFormat
@@ -52,8 +53,11 @@ def _packets(rng, count, src_port):
 
 
 def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20000,
-               block_tables=False):
+               block_tables=False, multicast=True):
     uni, multi, ref = _table(seed)
+    if not multicast:
+        # (an empty multicast table: every broadcast packet is dropped)
+        multi, ref["multi"] = (), {}
     config = RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, multi, allocator=allocator,
                           block_tables=block_tables, node_id=5)
     dut = Router(config)
@@ -146,12 +150,17 @@ def _packets_of(flits):
     return packets
 
 
-@pytest.mark.parametrize(("allocator", "seed", "block_tables"), [
-    ("round_robin", 1, False), pytest.param("round_robin", 2, False, marks=pytest.mark.slow),
-    ("islip", 1, False), pytest.param("islip", 2, False, marks=pytest.mark.slow),
-    pytest.param("round_robin", 3, True, marks=pytest.mark.slow), ("islip", 4, True)])
-def test_router_matches_reference(allocator, seed, block_tables):
-    traffic, ref, received, result = run_router(allocator, seed, block_tables=block_tables)
+@pytest.mark.parametrize(("allocator", "seed", "block_tables", "multicast"), [
+    ("round_robin", 1, False, True),
+    pytest.param("round_robin", 2, False, True, marks=pytest.mark.slow),
+    ("islip", 1, False, True), pytest.param("islip", 2, False, True, marks=pytest.mark.slow),
+    pytest.param("round_robin", 3, True, True, marks=pytest.mark.slow),
+    ("islip", 4, True, True), ("round_robin", 5, True, False),
+    pytest.param("islip", 6, False, False, marks=pytest.mark.slow)])
+def test_router_matches_reference(allocator, seed, block_tables, multicast):
+    # (without a multicast table, the router has no multicast logic: broadcasts drop)
+    traffic, ref, received, result = run_router(allocator, seed, block_tables=block_tables,
+                                                multicast=multicast)
     # Reference: each packet goes to exactly the (port, vc) pairs of its table entry, whole,
     # and packets from one input VC to one output VC keep their order.
     expected = defaultdict(list)
@@ -269,3 +278,13 @@ def test_zero_load_latency(block_tables, hop):
     sim.add_testbench(bench)
     sim.run()
     assert seen == [(hop, words[0], 1), (hop + 1, 5, 1), (hop + 2, 6, 1)]
+
+
+@pytest.mark.parametrize("multicast", [True, False])
+def test_multicast_logic_only_with_a_multicast_table(multicast):
+    # broadcast: none (issue 18): an empty multicast table builds no multicast arbiter
+    uni, multi, _ = _table(1)
+    config = RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, multi if multicast else ())
+    fragment = Fragment.get(Router(config), None)
+    names = {name for _, name, _ in fragment.subfragments}
+    assert ("mc_arb" in names) == multicast

@@ -87,11 +87,11 @@ def test_files_and_schema(ring):
     d = c["latency"]["diameter"]
     assert (d["src"], d["dst"], d["routers"], d["hops"]) == (
         "fpga0", "fpga2", 3, {"aurora_8b10b x1": 2})
-    # 3 routers of 3 cycles at 166.66 MHz, 2 hops of 8 link-layer cycles and an Aurora pair
-    # of 37 user clocks (148 ns at 5 Gb/s), 99-bit frames at 4 Gb/s, 1 m cables, a hub cycle
-    # at each end
-    assert d["parts_ns"] == {"hub": 12.0, "router": 54.002, "link_layer": 96.004, "phy": 296.0,
-                             "serialisation": 49.5, "cable": 10.0}
+    # 3 routers of 3 cycles at 166.66 MHz, 2 hops of 12 link-layer cycles and an Aurora pair
+    # of 37 user clocks (148 ns at 5 Gb/s), a lone flit's 17 units of 32 bits (its frame's
+    # 8 header units, itself, the next header) at 4 Gb/s, 1 m cables, a hub cycle at each end
+    assert d["parts_ns"] == {"hub": 12.0, "router": 54.002, "link_layer": 144.006, "phy": 296.0,
+                             "serialisation": 272.0, "cable": 10.0}
     assert c["collectives"]["sendrecv"]["limit_bps"] == 8e9
     manifest = json.loads((ring / "manifest.json").read_text())
     assert manifest["format"] == "optnet-report" and len(manifest["inputs"]) == 1
@@ -102,13 +102,13 @@ def test_markdown_sections_and_figures(ring):
     for heading in ("## Cluster plasticnet_ring4", "### Latency", "### Bandwidth",
                     "### Collectives", "### Model parameters"):
         assert f"\n{heading}\n" in md
-    assert ("Diameter: fpga0 to fpga2, 517.5 ns through 3 routers and 2 x aurora_8b10b x1; "
-            "round trip 1035.0 ns.") in md
-    # credit 16, offset 4: a window of 5 packets; 130-flit packets of 99-bit frames at
-    # 4 Gb/s take 3217.5 ns, and the loop (1035 ns round trip, the tail, 4 endpoint cycles)
-    # 4251.8 ns, so two packets are in flight
-    assert "| pn0 | 5 | 2 | yes | 100.0 % |" in md
-    assert "| sendrecv | 273.8 ns | 8.00 Gb/s |" in md
+    assert ("Diameter: fpga0 to fpga2, 788.0 ns through 3 routers and 2 x aurora_8b10b x1; "
+            "round trip 1576.0 ns.") in md
+    # credit 16, offset 4: a window of 5 packets; 130-flit packets in 64-flit frames behind
+    # 8 header units at 4 Gb/s take 1170 ns, and the loop (1576 ns round trip, the tail, 4
+    # endpoint cycles) 2761.0 ns, so three packets are in flight
+    assert "| pn0 | 5 | 3 | yes | 100.0 % |" in md
+    assert "| sendrecv | 409.0 ns | 8.00 Gb/s |" in md
 
 
 def test_html_is_self_contained_with_every_plot(ring):

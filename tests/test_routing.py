@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optnet.lint import lint_file
+from optnet.report.collectives import collective
+from optnet.report.params import model_params
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.network import LOCAL
 from optnet.routing.proof import Waits, describe_cycle, prove
@@ -426,3 +428,20 @@ def test_deadlock_message_does_not_depend_on_the_hash_seed():
         capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
         for seed in ("1", "2")}
     assert len(outputs) == 1 and "E201" in outputs.pop()
+
+
+def test_broadcast_none_adds_no_wait_and_no_multicast_entry(tmp_path):
+    # BlueDBM (issue 18): no broadcast in the network; the ring's waits that a broadcast
+    # tree makes cyclic (see above) are acyclic, every multicast group is empty, and the
+    # report's broadcast is the root's unicasts (as scatter).
+    routed = _routed(tmp_path, "topology: {kind: ring, nodes: 4}\n",
+                     algorithm="dimension_order", broadcast="none").routed
+    assert routed.broadcast.mode == "none" and routed.proof.ok
+    assert prove(routed.net, routed.routing, routed.broadcast, 2, Waits(6, 4)).ok
+    for table in node_tables(routed):
+        assert table.multicast_words() and not any(table.multicast_words())
+    params = model_params(routed.cluster)
+    bcast, scatter = (collective(routed, params, n) for n in ("broadcast", "scatter"))
+    assert (bcast.startup, bcast.per_bit) == (scatter.startup, scatter.per_bit)
+    tree = _ring4(tmp_path)
+    assert collective(tree, model_params(tree.cluster), "broadcast").per_bit < bcast.per_bit

@@ -29,7 +29,10 @@ FRAMES = [[0x1000 + k * 16 + i for i in range(k + 1)] for k in range(4)]
 
 TB = """`timescale 1ns/1ps
 module tb;
-  reg clk = 0, pclk = 0, rst = 1;
+  // The node starts from its initial state, as after configuration, with no reset pulse:
+  // after one, its managed endpoint would first resynchronise with the cluster's other
+  // nodes, which are not here (their links stay down). The PHY adapters are reset.
+  reg clk = 0, pclk = 0, rst = 0, prst = 1;
   always #10 clk = ~clk;
   always #6 pclk = ~pclk;
   reg [{tx_bits}:0] s_payload = 0;
@@ -52,7 +55,7 @@ module tb;
   always @(posedge clk) if (m_valid) $display("RX %h", m_payload);
   initial begin
     repeat (10) @(posedge clk);
-    rst <= 1'b0;
+    prst <= 1'b0;
     repeat (10) @(posedge clk);
 {sends}
     repeat (2000) @(posedge clk);
@@ -83,7 +86,7 @@ def test_a_node_delivers_its_packets_to_itself_under_icarus(tmp_path):
     top = top[:top.index("endmodule")]
     inputs = re.findall(r"^  input (?:\[(\d+):0\] )?(\w+);", top, re.M)
     ties = "".join(
-        f",\n    .{name}({'pclk' if name.endswith('_clk_in') else 'rst'})"
+        f",\n    .{name}({'pclk' if name.endswith('_clk_in') else 'prst'})"
         if name.endswith(("_clk_in", "_rst_in")) else f",\n    .{name}({int(msb or 0) + 1}'d0)"
         for msb, name in inputs if not name.startswith("app_") and name not in ("clk", "rst"))
 

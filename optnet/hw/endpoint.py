@@ -22,6 +22,43 @@ than that node's endpoint has agreed to hold:
 Broadcasts (``tuser`` = 1 on the send side) are not budgeted, so taking one earns its
 source no credit: a full receiver holds them back in the network, as an unmanaged endpoint
 does with every packet.
+
+Reset. Each pair of nodes keeps a *session* per direction: the sender's budget and the
+receiver's count of taken packets. A node's ``rst`` ends its sessions with every peer, but
+the peers still hold theirs, and packets and grants of the old sessions may still be in
+the network. After ``rst`` a managed endpoint first sweeps its per-peer memories (one
+address a cycle, ``2 ** id_bits`` cycles, taking and sending nothing meanwhile), then
+resynchronises with every other node of ``nodes`` by control packets: credit packets whose
+``arg`` has its top bit set (:class:`Control`).
+
+- The reset node X marks every peer Y *waiting* and sends it ``SYNC(tag)``. While X waits
+  for Y it sends Y no unicast, ignores Y's grants and **drops** Y's unicast packets (they
+  belong to Y's old session, which X's empty buffer can no longer account for; counted in
+  ``dropped``).
+- Y, on ``SYNC(tag)`` from X, starts new sessions with X both ways: its budget towards X
+  is ``init_budget * credit`` again, its count of X's packets starts afresh, and it answers
+  ``ACK(tag, held)`` behind any grants it still owes X, ``held`` being X's unicast packets
+  still in Y's buffer, which Y will count when its user takes them. Everything Y sent X
+  before the ACK is of the old sessions; everything after, of the new.
+- X, on the ``ACK`` whose tag is that of its latest SYNC to Y, stops waiting: its budget
+  towards Y is ``init_budget * credit - held``, and from then on it counts Y's packets.
+  Other ACKs are stale (answers to a SYNC of an earlier reset) and are ignored.
+- A SYNC sent at the end of a sweep is *fresh*. X, still waiting for Y, that receives a
+  fresh SYNC from Y learns that Y has been reset and may have lost X's SYNC; it answers it
+  and sends Y a new (non-fresh) SYNC with a new tag. Non-fresh SYNCs are answered only, so
+  two nodes reset together settle after two exchanges.
+
+So after any sequence of resets, once both nodes of a pair have processed each other's
+latest SYNC, each direction again has at most ``init_budget * credit + offset`` packets
+outstanding, exactly, and no grant of an old session counts in a new one. Tags come from a
+``tag_bits`` counter that ``rst`` does not clear and that steps at every sweep and every
+re-sent SYNC; an ACK is mistaken only if that counter wraps while it is in flight.
+Power-on (configuration) is not a reset: a cluster configured together starts in step,
+with no handshake, so a node reconfigured while its peers run must assert ``rst`` once
+after configuration. Packets held inside the reset node are lost, and so may be a stray
+tail of a packet whose head was; the endpoint discards flits that arrive outside a packet
+without a head (counted in ``dropped``). Unmanaged endpoints have no per-peer state and no
+handshake.
 """
 
 from __future__ import annotations
@@ -34,8 +71,9 @@ from amaranth.lib.wiring import In, Out
 
 from optnet.hw.alloc import RoundRobin
 from optnet.hw.flit import KIND_CREDIT, KIND_DATA, FlitFormat
+from optnet.model import MIN_TAG_BITS
 
-__all__ = ["Endpoint", "EndpointConfig", "LocalHub", "axis_rx_layout", "axis_tx_layout"]
+__all__ = ["Control", "Endpoint", "EndpointConfig", "LocalHub", "axis_rx_layout", "axis_tx_layout"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +98,9 @@ class EndpointConfig:
     buffer, credit, offset, init_budget : int
         Receive buffer in packets and the credit parameters (see the module docstring).
     priority : int
+    nodes : tuple of int or None
+        Ids of the cluster's nodes (the same on every node), to which a managed endpoint
+        sends a SYNC after ``rst``; None: every id of ``fmt.id_bits`` bits.
     """
 
     fmt: FlitFormat
@@ -74,6 +115,7 @@ class EndpointConfig:
     offset: int = 0
     init_budget: int = 1
     priority: int = 0
+    nodes: tuple[int, ...] | None = None
 
     def __post_init__(self):
         if self.width > self.fmt.width:
@@ -87,16 +129,76 @@ class EndpointConfig:
         if self.managed and not 0 <= self.offset < self.credit:
             raise ValueError(f"endpoint {self.index}: offset {self.offset} must be below "
                              f"credit {self.credit}")
+        if self.nodes is not None:
+            object.__setattr__(self, "nodes", tuple(sorted(set(self.nodes))))
+            if not all(0 <= n < 1 << self.fmt.id_bits for n in self.nodes):
+                raise ValueError(f"endpoint {self.index}: node ids {self.nodes} do not fit "
+                                 f"{self.fmt.id_bits} bits")
+        if self.managed and (self.credit >= 1 << self.fmt.arg_bits - 1
+                             or self.tag_bits < MIN_TAG_BITS):
+            raise ValueError(f"endpoint {self.index}: a credit of {self.credit} leaves too few "
+                             f"bits of the {self.fmt.arg_bits}-bit header argument for the "
+                             f"reset handshake")
 
     @property
     def beats(self) -> int:
-        """Receive buffer depth in beats."""
-        per = self.max_packet - 1
-        return per * (self.buffer if self.managed else 2)
+        """Receive buffer depth in beats: the packets it must hold, rounded up to a power of
+        two when that costs at most an eighth more. Synthesis maps a power-of-two depth onto
+        whole block RAMs without an output multiplexer per bank (Yosys, xc7: 15,360 beats of
+        136 bits take 1,145 LUTs and 56.5 RAMB36, 16,384 beats 572 LUTs and 60 RAMB36)."""
+        need = (self.max_packet - 1) * (self.buffer if self.managed else 2)
+        power = 1 << (need - 1).bit_length()
+        return power if 8 * power <= 9 * need else need
 
     @property
     def budget_bits(self) -> int:
+        """Bits of a budget counter: ``init_budget * credit + offset`` and ``-offset`` (a
+        budget after a reset, see :class:`Control`) fit it as signed numbers."""
         return max(self.init_budget * self.credit + self.credit, 2).bit_length() + 1
+
+    @property
+    def held_bits(self) -> int:
+        """Bits of the count of one source's packets in the receive buffer, at most
+        ``init_budget * credit + offset`` (the ``held`` of an ACK)."""
+        return self.budget_bits - 1
+
+    @property
+    def tag_bits(self) -> int:
+        """Bits of a SYNC's tag: what the header's ``arg`` has left beside ``held`` and the
+        three flag bits, at most 8."""
+        return min(8, self.fmt.arg_bits - 3 - self.held_bits)
+
+
+#: Fewer tag bits would let a stale ACK match after only a few resets in one round trip.
+
+
+class Control:
+    """The ``arg`` of a managed endpoint's control packets (``kind`` = :data:`KIND_CREDIT`).
+
+    A plain grant has ``arg`` = ``credit``, below ``2 ** (arg_bits - 1)``. A control packet
+    has the top bit (``CTRL``) set; the next (``ACK``) tells an ACK from a SYNC; the next
+    (``FRESH``) marks a SYNC sent by a sweep after ``rst``. The low ``tag_bits`` bits are
+    the tag, and an ACK carries ``held`` in the ``held_bits`` bits above it.
+    """
+
+    @staticmethod
+    def pack(cfg: EndpointConfig, *, ack: bool, tag: int, held: int = 0,
+             fresh: bool = False) -> int:
+        """The ``arg`` of a SYNC (``ack`` False) or an ACK, for test benches."""
+        a = cfg.fmt.arg_bits
+        assert 0 <= tag < 1 << cfg.tag_bits and 0 <= held < 1 << cfg.held_bits
+        return (1 << a - 1 | int(ack) << a - 2 | int(fresh) << a - 3
+                | held << cfg.tag_bits | tag)
+
+    @staticmethod
+    def unpack(cfg: EndpointConfig, arg: int) -> dict[str, int] | None:
+        """Fields of a control ``arg``; None for a plain grant."""
+        a = cfg.fmt.arg_bits
+        if not arg >> a - 1 & 1:
+            return None
+        return {"ack": arg >> a - 2 & 1, "fresh": arg >> a - 3 & 1,
+                "tag": arg & (1 << cfg.tag_bits) - 1,
+                "held": arg >> cfg.tag_bits & (1 << cfg.held_bits) - 1}
 
 
 def axis_tx_layout(cfg: EndpointConfig) -> data.StructLayout:
@@ -113,6 +215,10 @@ def axis_rx_layout(cfg: EndpointConfig) -> data.StructLayout:
 class Endpoint(wiring.Component):
     """A managed or unmanaged endpoint.
 
+    After ``rst`` a managed endpoint clears its per-peer state and resynchronises with its
+    peers (module docstring); until a peer has answered it sends that peer no unicast and
+    drops the peer's unicasts. Without a reset it behaves exactly as before any reset.
+
     Members
     -------
     node_id : In(id_bits)
@@ -124,9 +230,15 @@ class Endpoint(wiring.Component):
     m_axis : Out(stream.Signature(axis_rx_layout))
         Packets for the user's logic, each beat with its source in ``tid``.
     net_tx : Out(stream.Signature(flit))
-        Packets to the network (``vc`` is set by the hub).
+        Packets to the network (``vc`` is set by the hub; a head flit's bits above the
+        header are unspecified).
     net_rx : In(stream.Signature(flit))
         Packets from the network addressed to this endpoint.
+    dropped : Out(16)
+        Packets this endpoint discarded, saturating: unicasts from a peer it was waiting
+        for after a reset, and stray flits that arrived outside a packet without a head.
+    syncing : Out(1)
+        High while a managed endpoint sweeps its memories or waits for any peer's ACK.
     """
 
     def __init__(self, config: EndpointConfig):
@@ -138,14 +250,21 @@ class Endpoint(wiring.Component):
             "m_axis": Out(stream.Signature(axis_rx_layout(config))),
             "net_tx": Out(stream.Signature(f.flit)),
             "net_rx": In(stream.Signature(f.flit)),
+            "dropped": Out(16),
+            "syncing": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
         f = cfg.fmt
-        nodes = 1 << f.id_bits
-        B = cfg.budget_bits
+        HB, K, A = cfg.held_bits, cfg.tag_bits, f.arg_bits
+
+        dropped = Signal(16)
+        drop = Signal()                 # a packet (or stray flit) is discarded this cycle
+        with m.If(drop & (dropped != 0xFFFF)):
+            m.d.sync += dropped.eq(dropped + 1)
+        m.d.comb += self.dropped.eq(dropped)
 
         # -- receive ---------------------------------------------------------------------
         # Each entry: a beat for m_axis and whether its packet is a broadcast (broadcasts
@@ -153,83 +272,99 @@ class Endpoint(wiring.Component):
         beat_bits = axis_rx_layout(cfg).size
         m.submodules.rx_buf = rx_buf = fifo.SyncFIFOBuffered(
             width=beat_bits + 1, depth=cfg.beats)
-        rx_hdr = data.View(f.header, self.net_rx.payload.data[:f.header_bits])
+        rx = self.net_rx
+        rx_hdr = data.View(f.header, rx.payload.data[:f.header_bits])
+        is_ctrl, is_ack, is_fresh = rx_hdr.arg[A - 1], rx_hdr.arg[A - 2], rx_hdr.arg[A - 3]
+        rx_tag, rx_held = rx_hdr.arg[:K], rx_hdr.arg[K:K + HB]
         in_packet = Signal()
+        discard = Signal()              # the packet being received goes nowhere
         src = Signal(f.id_bits)
         bcast = Signal()
-        granted_add = Signal()          # a credit packet arrived: budget[src] += arg
-        grant_from = Signal(f.id_bits)
-        grant_amount = Signal(f.arg_bits)
-        with m.If(~in_packet):
-            m.d.comb += self.net_rx.ready.eq(1)
-            with m.If(self.net_rx.valid):
-                with m.If(rx_hdr.kind == KIND_CREDIT):
-                    m.d.comb += [granted_add.eq(cfg.managed), grant_from.eq(rx_hdr.src),
-                                 grant_amount.eq(rx_hdr.arg)]
-                with m.Elif(~self.net_rx.payload.tail):
-                    m.d.sync += [in_packet.eq(1), src.eq(rx_hdr.src), bcast.eq(rx_hdr.mcast)]
-        with m.Else():
+        # What the header on net_rx does to the managed state this cycle (all exclusive).
+        grant_in = Signal()             # a grant: budget towards its source += arg
+        ack_in = Signal()               # an ACK
+        sync_in = Signal()              # a SYNC, taken this cycle
+        data_in = Signal()              # a unicast from a synced source: held[src] += 1
+        rx_hold = Signal()              # sweeping or re-sending a SYNC: take no header
+        sync_hold = Signal()            # a SYNC must wait (grant FIFO full or in use)
+        src_waiting = Signal()          # we wait for the header's source's ACK
+        with m.If(~in_packet & ~rx_hold):
+            with m.If(rx.valid & ~rx.payload.head):
+                # A body flit outside a packet: the tail of one whose head was lost in a
+                # reset. Taking it as a header would corrupt what follows.
+                m.d.comb += rx.ready.eq(1)
+                with m.If(rx.payload.tail):
+                    m.d.comb += drop.eq(1)
+                with m.Else():
+                    m.d.sync += [in_packet.eq(1), discard.eq(1)]
+            with m.Elif(rx.valid & (rx_hdr.kind == KIND_CREDIT)):
+                if cfg.managed:
+                    with m.If(is_ctrl & ~is_ack):
+                        m.d.comb += [rx.ready.eq(~sync_hold), sync_in.eq(~sync_hold)]
+                    with m.Else():
+                        m.d.comb += [rx.ready.eq(1), ack_in.eq(is_ctrl), grant_in.eq(~is_ctrl)]
+                else:
+                    m.d.comb += rx.ready.eq(1)
+            with m.Else():
+                m.d.comb += rx.ready.eq(1)
+                with m.If(rx.valid & ~rx.payload.tail):
+                    # Unicasts from a peer we wait for are of its old session: drop them.
+                    lose = ~rx_hdr.mcast & src_waiting if cfg.managed else 0
+                    m.d.sync += [in_packet.eq(1), discard.eq(lose), src.eq(rx_hdr.src),
+                                 bcast.eq(rx_hdr.mcast)]
+                    m.d.comb += data_in.eq(~rx_hdr.mcast & ~lose if cfg.managed else 0)
+        with m.Elif(in_packet & discard):
+            m.d.comb += rx.ready.eq(1)
+            with m.If(rx.valid & rx.payload.tail):
+                m.d.sync += in_packet.eq(0)
+                m.d.comb += drop.eq(1)
+        with m.Elif(in_packet):
             m.d.comb += [
-                self.net_rx.ready.eq(rx_buf.w_rdy),
-                rx_buf.w_en.eq(self.net_rx.valid),
-                rx_buf.w_data.eq(Cat(self.net_rx.payload.data[:cfg.width],
-                                     self.net_rx.payload.tail, src, bcast)),
+                rx.ready.eq(rx_buf.w_rdy),
+                rx_buf.w_en.eq(rx.valid),
+                rx_buf.w_data.eq(Cat(rx.payload.data[:cfg.width],
+                                     rx.payload.tail, src, bcast)),
             ]
-            with m.If(self.net_rx.valid & rx_buf.w_rdy & self.net_rx.payload.tail):
+            with m.If(rx.valid & rx_buf.w_rdy & rx.payload.tail):
                 m.d.sync += in_packet.eq(0)
         beat = data.View(axis_rx_layout(cfg), rx_buf.r_data[:beat_bits])
 
-        # -- managed: count what the user takes, queue credit grants --------------------
+        user = self.s_axis.payload
+        may_send = Signal(init=1)
+        start_counted = Signal()        # a unicast packet starts: spent[tdest] += 1
         grants = None
         if cfg.managed:
-            # Never full, so taking packets never waits for the network: a source can
-            # have at most (init_budget * credit + offset) / credit + 1 grants owed to it.
-            owed = cfg.init_budget + 2
-            m.submodules.grants = grants = fifo.SyncFIFO(width=f.id_bits, depth=nodes * owed)
-            m.submodules.taken = taken_mem = memory.Memory(
-                shape=range(cfg.credit + 1), depth=nodes, init=[cfg.offset] * nodes)
-            t_r, t_w = taken_mem.read_port(domain="comb"), taken_mem.write_port()
-            m.d.comb += [t_r.addr.eq(beat.tid), t_w.addr.eq(beat.tid)]
-            m.d.comb += [self.m_axis.valid.eq(rx_buf.r_rdy & grants.w_rdy),
-                         rx_buf.r_en.eq(self.m_axis.ready & grants.w_rdy)]
-            with m.If(self.m_axis.valid & self.m_axis.ready & beat.tlast
-                      & ~rx_buf.r_data[beat_bits]):
-                m.d.comb += t_w.en.eq(1)
-                with m.If(t_r.data == cfg.credit - 1):
-                    m.d.comb += [t_w.data.eq(0), grants.w_en.eq(1), grants.w_data.eq(beat.tid)]
-                with m.Else():
-                    m.d.comb += t_w.data.eq(t_r.data + 1)
+            grants = self._managed(m, rx_hdr, rx_tag, rx_held, is_fresh, beat, beat_bits,
+                                   rx_buf, grant_in, ack_in, sync_in, data_in, rx_hold,
+                                   sync_hold, src_waiting, may_send, start_counted)
         else:
             m.d.comb += [self.m_axis.valid.eq(rx_buf.r_rdy), rx_buf.r_en.eq(self.m_axis.ready)]
         m.d.comb += self.m_axis.payload.eq(beat)
 
         # -- transmit --------------------------------------------------------------------
-        user = self.s_axis.payload
         sending = Signal()
         sending_bcast = Signal()
         beats = Signal(range(cfg.max_packet))
-        may_send = Signal(init=1)
-        if cfg.managed:
-            # budget = init + granted - spent, kept as two counters so the two sides never
-            # write the same memory in one cycle.
-            m.submodules.granted = g_mem = memory.Memory(shape=B, depth=nodes, init=[])
-            m.submodules.spent = s_mem = memory.Memory(shape=B, depth=nodes, init=[])
-            g_tx, g_rx = g_mem.read_port(domain="comb"), g_mem.read_port(domain="comb")
-            g_w, s_r, s_w = g_mem.write_port(), s_mem.read_port(domain="comb"), s_mem.write_port()
-            m.d.comb += [g_tx.addr.eq(user.tdest), s_r.addr.eq(user.tdest),
-                         s_w.addr.eq(user.tdest), s_w.data.eq(s_r.data + 1),
-                         g_rx.addr.eq(grant_from), g_w.addr.eq(grant_from),
-                         g_w.data.eq(g_rx.data + grant_amount), g_w.en.eq(granted_add)]
-            left = Signal(B)
-            m.d.comb += [left.eq(cfg.init_budget * cfg.credit + g_tx.data - s_r.data),
-                         may_send.eq(user.tuser | (left != 0))]
         header = Signal(f.header)
+        if grants is not None:
+            entry = data.View(self._entry_layout(), grants.r_data)
+            ctrl_arg = Signal(A)
+            m.d.comb += [ctrl_arg[:K].eq(entry.tag), ctrl_arg[K:K + HB].eq(entry.held),
+                         ctrl_arg[A - 3].eq(entry.fresh), ctrl_arg[A - 2].eq(entry.ack),
+                         ctrl_arg[A - 1].eq(1)]
         m.d.comb += [header.src.eq(self.node_id), header.dst_ep.eq(cfg.index),
                      header.src_ep.eq(cfg.index), header.prio.eq(cfg.priority)]
+        # Only the header's bits of a flit choose between the header and the user's data:
+        # above them a head flit carries whatever `tdata` holds (nobody reads it), which
+        # saves a gate per bit of the flit.
+        hb = f.header_bits
+        tx_data = self.net_tx.payload.data
+        if cfg.width > hb:
+            m.d.comb += tx_data[hb:].eq(user.tdata[hb:])
         with m.If(sending):
             m.d.comb += [
                 self.net_tx.valid.eq(self.s_axis.valid),
-                self.net_tx.payload.data.eq(user.tdata),
+                tx_data[:hb].eq(user.tdata[:hb]),
                 self.net_tx.payload.tail.eq(user.tlast | (beats == Mux(
                     sending_bcast, cfg.broadcast_flits - 2, cfg.max_packet - 2))),
                 self.s_axis.ready.eq(self.net_tx.ready),
@@ -239,23 +374,197 @@ class Endpoint(wiring.Component):
                 with m.If(self.net_tx.payload.tail):
                     m.d.sync += sending.eq(0)
         if grants is not None:
-            with m.Elif(grants.r_rdy):   # a credit packet goes before new data
-                m.d.comb += [header.dst.eq(grants.r_data), header.kind.eq(KIND_CREDIT),
-                             header.arg.eq(cfg.credit), self.net_tx.valid.eq(1),
+            # A credit or control packet goes before new data, so that a SYNC's answer
+            # precedes every packet of the new session.
+            with m.Elif(grants.r_rdy):
+                m.d.comb += [header.dst.eq(entry.dst), header.kind.eq(KIND_CREDIT),
+                             header.arg.eq(Mux(entry.ctrl, ctrl_arg, cfg.credit)),
+                             self.net_tx.valid.eq(1),
                              self.net_tx.payload.head.eq(1), self.net_tx.payload.tail.eq(1),
-                             self.net_tx.payload.data.eq(header),
+                             tx_data[:hb].eq(header),
                              grants.r_en.eq(self.net_tx.ready)]
         with m.Elif(self.s_axis.valid & may_send):
             # A broadcast's group is its source: the multicast table is indexed by it.
             m.d.comb += [header.dst.eq(Mux(user.tuser, self.node_id, user.tdest)),
                          header.mcast.eq(user.tuser),
                          header.kind.eq(KIND_DATA), self.net_tx.valid.eq(1),
-                         self.net_tx.payload.head.eq(1), self.net_tx.payload.data.eq(header)]
+                         self.net_tx.payload.head.eq(1), tx_data[:hb].eq(header)]
             with m.If(self.net_tx.ready):
                 m.d.sync += [sending.eq(1), sending_bcast.eq(user.tuser), beats.eq(0)]
-                if cfg.managed:
-                    m.d.comb += s_w.en.eq(~user.tuser)
+                m.d.comb += start_counted.eq(~user.tuser)
         return m
+
+    def _entry_layout(self) -> data.StructLayout:
+        # An entry of the grant FIFO: a grant of `credit`, or a SYNC or an ACK (`ctrl`).
+        cfg = self.config
+        return data.StructLayout({"dst": cfg.fmt.id_bits, "ctrl": 1, "ack": 1, "fresh": 1,
+                                  "tag": cfg.tag_bits, "held": cfg.held_bits})
+
+    def _managed(self, m, rx_hdr, rx_tag, rx_held, is_fresh, beat, beat_bits, rx_buf,
+                 grant_in, ack_in, sync_in, data_in, rx_hold, sync_hold, src_waiting,
+                 may_send, start_counted):
+        """Budgets, counts, the grant FIFO and the reset handshake of a managed endpoint.
+
+        Three memories of ``2 ** id_bits`` words, each written from one side only, so no
+        two sides ever write one memory in the same cycle:
+
+        - ``rxs`` (network receive side): ``granted`` (grants received), ``inn`` (unicasts
+          put in the receive buffer), ``wait`` (no ACK yet) and ``tag`` (of our latest SYNC);
+        - ``spent`` (transmit side): unicasts sent;
+        - ``taken`` (user side): ``taken`` (packets taken towards the next grant, starting
+          at ``offset``) and ``out`` (unicasts taken), so ``held = inn - out``.
+
+        The budget towards a node is ``init_budget * credit + granted - spent``. A SYNC
+        writes ``taken`` (the user side then writes nothing: the SYNC waits a cycle), and
+        starting a new session sets ``granted`` from ``spent`` rather than clearing
+        ``spent``. The sweep after ``rst`` writes all three.
+        """
+        cfg = self.config
+        f = cfg.fmt
+        nodes = 1 << f.id_bits
+        B, HB, K = cfg.budget_bits, cfg.held_bits, cfg.tag_bits
+        user = self.s_axis.payload
+        me = self.node_id
+
+        # -- the sweep after rst ---------------------------------------------------------
+        # `powered` is not reset, `alive` is: both low only at power-on, which needs no
+        # sweep (the memories hold their initial contents and every node starts in step).
+        powered = Signal(reset_less=True)
+        alive = Signal()
+        sweeping = Signal()
+        addr = Signal(range(nodes))
+        m.d.sync += [powered.eq(1), alive.eq(1)]
+        sweep = Signal()
+        m.d.comb += sweep.eq(sweeping | (powered & ~alive))
+        with m.If(sweep):
+            m.d.sync += [addr.eq(addr + 1), sweeping.eq(addr != nodes - 1)]
+        tag = Signal(K, reset_less=True)    # our tag counter; never cleared, see docstring
+        sweep_tag = Signal(K)
+        m.d.comb += sweep_tag.eq(Mux(sweeping, tag, tag + 1))
+        with m.If(sweep & ~sweeping):
+            m.d.sync += tag.eq(tag + 1)
+        if cfg.nodes is None:
+            is_peer = addr != me
+        elif cfg.nodes == tuple(range(len(cfg.nodes))):
+            is_peer = (addr < len(cfg.nodes)) & (addr != me)
+        else:
+            m.submodules.peers = peers = memory.Memory(
+                shape=1, depth=nodes, init=[int(n in cfg.nodes) for n in range(nodes)])
+            peer_r = peers.read_port(domain="comb")
+            m.d.comb += peer_r.addr.eq(addr)
+            is_peer = peer_r.data & (addr != me)
+
+        # -- memories --------------------------------------------------------------------
+        rxs_layout = data.StructLayout({"granted": B, "inn": HB, "wait": 1, "tag": K})
+        take_layout = data.StructLayout({"taken": range(cfg.credit + 1), "out": HB})
+        m.submodules.rxs = rxs = memory.Memory(shape=rxs_layout, depth=nodes, init=[])
+        m.submodules.spent = spent = memory.Memory(shape=B, depth=nodes, init=[])
+        m.submodules.taken = taken = memory.Memory(
+            shape=take_layout, depth=nodes, init=[{"taken": cfg.offset, "out": 0}] * nodes)
+        r_tx, r_rx, r_w = (rxs.read_port(domain="comb"), rxs.read_port(domain="comb"),
+                           rxs.write_port())
+        s_tx, s_rx, s_w = (spent.read_port(domain="comb"), spent.read_port(domain="comb"),
+                           spent.write_port())
+        t_user, t_rx, t_w = (taken.read_port(domain="comb"), taken.read_port(domain="comb"),
+                             taken.write_port())
+        m.d.comb += [r_tx.addr.eq(user.tdest), s_tx.addr.eq(user.tdest),
+                     r_rx.addr.eq(rx_hdr.src), s_rx.addr.eq(rx_hdr.src),
+                     t_rx.addr.eq(rx_hdr.src), t_user.addr.eq(beat.tid),
+                     src_waiting.eq(r_rx.data.wait)]
+
+        # Never full in steady state, so taking packets never waits for the network: a
+        # source can have at most (init_budget * credit + offset) / credit + 1 grants owed
+        # to it. After rst the sweep puts one SYNC per peer into the empty FIFO.
+        owed = cfg.init_budget + 2
+        m.submodules.grants = grants = fifo.SyncFIFO(
+            width=self._entry_layout().size, depth=nodes * owed)
+        push = data.View(self._entry_layout(), grants.w_data)
+
+        # -- user side: count what the user takes, queue grants ------------------------
+        m.d.comb += [self.m_axis.valid.eq(rx_buf.r_rdy & grants.w_rdy),
+                     rx_buf.r_en.eq(self.m_axis.ready & grants.w_rdy)]
+        took = Signal()                 # the user takes the tail of a unicast packet
+        m.d.comb += took.eq(self.m_axis.valid & self.m_axis.ready & beat.tlast
+                            & ~rx_buf.r_data[beat_bits])
+        resend = Signal()               # next, send `resend_to` a new SYNC
+        resend_to = Signal(f.id_bits)
+        m.d.comb += [rx_hold.eq(sweep | resend), sync_hold.eq(took | ~grants.w_rdy)]
+        # Only one of these writes the taken memory and the FIFO in a cycle: the sweep runs
+        # with an empty receive buffer, and SYNCs wait for a cycle without `took`.
+        with m.If(sweep):
+            m.d.comb += [t_w.addr.eq(addr), t_w.en.eq(1),
+                         t_w.data.eq(take_layout.const({"taken": cfg.offset, "out": 0})),
+                         push.dst.eq(addr), push.ctrl.eq(1), push.fresh.eq(1),
+                         push.tag.eq(sweep_tag), grants.w_en.eq(is_peer)]
+        with m.Elif(sync_in):
+            held = Signal(HB)
+            m.d.comb += [held.eq(r_rx.data.inn - t_rx.data.out),
+                         t_w.addr.eq(rx_hdr.src), t_w.en.eq(1), t_w.data.taken.eq(cfg.offset),
+                         t_w.data.out.eq(t_rx.data.out),
+                         push.dst.eq(rx_hdr.src), push.ctrl.eq(1), push.ack.eq(1),
+                         push.tag.eq(rx_tag), push.held.eq(held), grants.w_en.eq(1)]
+            # Waiting for this peer, a fresh SYNC from it means it was reset and may have
+            # lost ours: send another, with a new tag, after the ACK.
+            with m.If(src_waiting & is_fresh):
+                m.d.sync += [resend.eq(1), resend_to.eq(rx_hdr.src), tag.eq(tag + 1)]
+        with m.Elif(resend):
+            m.d.comb += [push.dst.eq(resend_to), push.ctrl.eq(1), push.tag.eq(tag)]
+            with m.If(~took & grants.w_rdy):
+                m.d.comb += grants.w_en.eq(1)
+                m.d.sync += resend.eq(0)
+        with m.Elif(took):
+            m.d.comb += [t_w.addr.eq(beat.tid), t_w.en.eq(1),
+                         t_w.data.out.eq(t_user.data.out + 1)]
+            with m.If(t_user.data.taken == cfg.credit - 1):
+                m.d.comb += [t_w.data.taken.eq(0), grants.w_en.eq(1), push.dst.eq(beat.tid)]
+            with m.Else():
+                m.d.comb += t_w.data.taken.eq(t_user.data.taken + 1)
+
+        # -- network receive side: grants, SYNCs, ACKs, held counts ----------------------
+        now = r_rx.data
+        acked = Signal()                # the ACK to our latest SYNC to its source
+        m.d.comb += [r_w.addr.eq(rx_hdr.src), r_w.data.eq(now),
+                     acked.eq(ack_in & now.wait & (rx_tag == now.tag))]
+        with m.If(sweep):
+            m.d.comb += [r_w.addr.eq(addr), r_w.en.eq(1), r_w.data.granted.eq(0),
+                         r_w.data.inn.eq(0), r_w.data.wait.eq(is_peer),
+                         r_w.data.tag.eq(sweep_tag)]
+        with m.Elif(sync_in):
+            # New sessions both ways. A packet we start towards the source in this very
+            # cycle precedes our ACK, so the source drops it: it spends nothing.
+            m.d.comb += [r_w.en.eq(1),
+                         r_w.data.granted.eq(s_rx.data + (start_counted
+                                                          & (user.tdest == rx_hdr.src))),
+                         r_w.data.tag.eq(Mux(src_waiting & is_fresh, tag + 1, now.tag))]
+        with m.Elif(acked):
+            # The budget restarts at init_budget * credit less what the peer still holds.
+            m.d.comb += [r_w.en.eq(1), r_w.data.wait.eq(0),
+                         r_w.data.granted.eq(s_rx.data - rx_held)]
+        with m.Elif(grant_in & ~now.wait):
+            m.d.comb += [r_w.en.eq(1), r_w.data.granted.eq(now.granted + rx_hdr.arg)]
+        with m.Elif(data_in):
+            m.d.comb += [r_w.en.eq(1), r_w.data.inn.eq(now.inn + 1)]
+
+        # Waiting peers are tracked in one counter, for `syncing`.
+        waits = Signal(range(nodes + 1))
+        up = sweep & is_peer
+        with m.If(up):
+            m.d.sync += waits.eq(waits + 1)
+        with m.Elif(acked):
+            m.d.sync += waits.eq(waits - 1)
+        m.d.comb += self.syncing.eq(sweep | (waits != 0))
+
+        # -- transmit side: the budget ---------------------------------------------------
+        left = Signal(B)
+        m.d.comb += [left.eq(cfg.init_budget * cfg.credit + r_tx.data.granted - s_tx.data),
+                     may_send.eq(~sweep & (user.tuser | (~r_tx.data.wait & (left != 0)
+                                                          & ~left[B - 1])))]
+        with m.If(sweep):
+            m.d.comb += [s_w.addr.eq(addr), s_w.en.eq(1), s_w.data.eq(0)]
+        with m.Else():
+            m.d.comb += [s_w.addr.eq(user.tdest), s_w.data.eq(s_tx.data + 1),
+                         s_w.en.eq(start_counted)]
+        return grants
 
 
 class LocalHub(wiring.Component):

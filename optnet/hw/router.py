@@ -52,7 +52,9 @@ unicast table maps a destination id to an output port and the VC to use on it; t
 multicast table maps a multicast group (the source's id) to a port mask and a VC per port.
 A head flit whose destination has no valid entry, or whose entry sends it back out of the
 link it came in on (no U-turns on links), is dropped with its packet and counted in
-``dropped``. The local port may send a packet back to itself (a node's packets to itself).
+``dropped``. A router whose multicast table is empty (``broadcast: none``) has no multicast
+logic at all, and drops broadcast packets so. The local port may send a packet back to
+itself (a node's packets to itself).
 
 Tables in block RAM
 -------------------
@@ -100,7 +102,7 @@ class RouterConfig:
         with ``pb = clog2(ports)``, ``vb = fmt.vc_bits``.
     multicast : tuple of int
         Table words indexed by group id: ``vcs << ports | mask``, the VC of port ``p`` at
-        bits ``[p*vb, (p+1)*vb)`` of ``vcs``.
+        bits ``[p*vb, (p+1)*vb)`` of ``vcs``. Empty, or all zero: no multicast logic.
     allocator : str
         ``round_robin`` (separable, input first) or ``islip`` (one iteration).
     priorities : int
@@ -113,9 +115,18 @@ class RouterConfig:
         with packets at most one flit longer, no branch holds its VC while it waits for
         another branch's credit (see the module docstring). None: the smallest of
         ``credits``.
+    block_buffers : bool
+        Flit storage of the input buffers in block RAM rather than wherever synthesis puts
+        it (LUT RAM when shallow). Same behaviour and timing (the read is synchronous
+        either way). On Xilinx 7-series at 128-bit flits and 32 words per input it trades
+        88 LUTs of LUT RAM per input for two RAMB36, about a sixth of the router's LUTs.
     node_id : int
         With ``block_tables``, the id :attr:`Router.node_id` gives (the last word of
         ``table0``); unused otherwise.
+    granted : tuple of int
+        Ports whose output starts with no credit, to be granted its ``credits`` by pulses
+        on ``cred_in`` (a link layer's, :class:`~optnet.hw.link.LinkLayer`, which grants
+        what the far end's buffer has free after a restart); the others start with all.
     """
 
     fmt: FlitFormat
@@ -128,7 +139,9 @@ class RouterConfig:
     priorities: int = 1
     block_tables: bool = False
     multicast_credits: int | None = None
+    block_buffers: bool = False
     node_id: int = 0
+    granted: tuple[int, ...] = ()
 
     def __post_init__(self):
         if len(self.credits) != self.ports:
@@ -143,6 +156,11 @@ class RouterConfig:
         if self.fmt.header_bits > self.fmt.width:
             raise ValueError(f"a {self.fmt.header_bits}-bit header does not fit a "
                              f"{self.fmt.width}-bit flit")
+
+    @property
+    def multicasts(self) -> bool:
+        """Some multicast group has a branch: the router needs its multicast logic."""
+        return any(word & ((1 << self.ports) - 1) for word in self.multicast)
 
     @property
     def port_bits(self) -> int:
@@ -205,8 +223,10 @@ class Router(wiring.Component):
     @staticmethod
     def input_buffer(config: RouterConfig) -> InputBuffer:
         """The input buffer of every port of a router of ``config``."""
+        several = _several if config.multicasts else (lambda mask: Const(0, 1))
         return InputBuffer(config.fmt.flit, _control_layout(config), config.fmt.vcs,
-                           config.depth, derived={"multi": lambda c: _several(c.route.mask)})
+                           config.depth, derived={"multi": lambda c: several(c.route.mask)},
+                           block=config.block_buffers)
 
     @staticmethod
     def signature_of(config: RouterConfig) -> wiring.Signature:
@@ -234,7 +254,8 @@ class Router(wiring.Component):
 
         # -- output side: owner flag and credits per output VC; the traversal stage -------
         busy = [Signal(V, name=f"busy{q}") for q in range(P)]
-        credit = [[Signal(range(cfg.credits[q] + 1), init=cfg.credits[q], name=f"cr{q}_{w}")
+        credit = [[Signal(range(cfg.credits[q] + 1), name=f"cr{q}_{w}",
+                          init=0 if q in cfg.granted else cfg.credits[q])
                    for w in range(V)] for q in range(P)]
         has_credit = [_named(m, Cat(c != 0 for c in credit[q]), f"has_credit{q}")
                       for q in range(P)]
@@ -250,16 +271,18 @@ class Router(wiring.Component):
         in_ok = _named(m, ~_any_of([Mux(out_free[q], 0, stage[q]) for q in range(P)]), "in_ok")
 
         # -- the multicast candidate (see the module docstring) --------------------------
-        mc_pend = Signal()
-        mc_who = Signal(len(requesters))
-        mc_need = [Signal(V, name=f"mc_need{q}") for q in range(P)]
-        vc_taken = [_named(m, busy[q] | Mux(mc_pend, mc_need[q], 0), f"vc_taken{q}")
-                    for q in range(P)]
-        # The local output carries one packet at a time, whatever its VC: the endpoints
-        # reassemble packets without per-VC state. Safe, because ejection is a sink.
-        complete = _named(m, Cat(~mc_need[0].any() | ~busy[0].any(),
-                                 *(~mc_need[q] | ~busy[q] for q in range(1, P))).all(),
-                          "complete")
+        vc_taken = busy
+        if cfg.multicasts:
+            mc_pend = Signal()
+            mc_who = Signal(len(requesters))
+            mc_need = [Signal(V, name=f"mc_need{q}") for q in range(P)]
+            vc_taken = [_named(m, busy[q] | Mux(mc_pend, mc_need[q], 0), f"vc_taken{q}")
+                        for q in range(P)]
+            # The local output carries one packet at a time, whatever its VC: the endpoints
+            # reassemble packets without per-VC state. Safe, because ejection is a sink.
+            complete = _named(m, Cat(~mc_need[0].any() | ~busy[0].any(),
+                                     *(~mc_need[q] | ~busy[q] for q in range(1, P))).all(),
+                              "complete")
 
         # -- input side: route lookup, buffers, per-VC state ----------------------------
         bufs, fronts, valid, states, prios, cur_vcs = [], {}, {}, {}, {}, {}
@@ -280,7 +303,7 @@ class Router(wiring.Component):
                 buf = instantiate(m, f"buf{p}", self.buffers,
                                   InputBuffer.signature_of(f.flit, ctrl, V), {"sync": "sync"})
             bufs.append(buf)
-            m.d.comb += [buf.w_ctrl.route.eq(lookup.route), buf.w_ctrl.multi.eq(lookup.multi)]
+            m.d.comb += buf.w_ctrl.route.eq(lookup.route)
             m.d.comb += [
                 buf.w_flit.eq(flit),
                 buf.w_ctrl.head.eq(flit.head), buf.w_ctrl.tail.eq(flit.tail),
@@ -343,16 +366,20 @@ class Router(wiring.Component):
             granted = Cat(grant[q][p] for q in range(P)).any()
             m.d.comb += bufs[p].read.eq(Mux(granted, Cat(chosen[p]), 0))
         chosen_all = Cat(chosen[p][v] for p, v in requesters)
-        heads = Cat(fronts[key].head for key in requesters)
-        tails = Cat(fronts[key].tail for key in requesters)
+        # Head and tail of the flit each input sends (if any), chosen once per input and
+        # shared by every output, rather than picked from all input VCs per output.
+        heads = _named(m, Cat(_any_of([chosen[p][v] & fronts[p, v].head for v in range(V)])
+                              for p in range(P)), "chosen_head")
+        tails = _named(m, Cat(_any_of([chosen[p][v] & fronts[p, v].tail for v in range(V)])
+                              for p in range(P)), "chosen_tail")
         for q in range(P):
             # the input VC whose flit goes to output q, one-hot over ``requesters``
             pick = _named(m, Cat(grant[q][p] for p, v in requesters) & chosen_all, f"pick{q}")
             sent_vc = _named(m, Cat(
                 (pick & Cat(vc_of(key, q)[b] for key in requesters)).any() for b in range(vb)),
                 f"sent_vc{q}")
-            head = _named(m, (pick & heads).any(), f"sent_head{q}")
-            tail = _named(m, (pick & tails).any(), f"sent_tail{q}")
+            head = _named(m, (Cat(grant[q]) & heads).any(), f"sent_head{q}")
+            tail = _named(m, (Cat(grant[q]) & tails).any(), f"sent_tail{q}")
             send = _named(m, Cat(grant[q]).any(), f"send{q}")
             moves = _named(m, stage[q].any() & out_free[q], f"moves{q}")
             with m.If(moves):
@@ -419,63 +446,68 @@ class Router(wiring.Component):
                 # VC is being returned for a sent flit
                 m.d.comb += dropping.eq(valid[p, v] & ~(release[p][v] & in_ok[p]))
             with m.Elif(granted.any()):
-                m.d.comb += dequeue.eq(done == Mux(st.active, st.mask, fr.route.mask))
+                # (without multicasts a packet has one output: granted, its flit is done)
+                m.d.comb += dequeue.eq(done == Mux(st.active, st.mask, fr.route.mask)
+                                       if cfg.multicasts else 1)
                 with m.If(~st.active & ~fr.tail):   # a unicast head took its VC
                     m.d.sync += take_vcs
             m.d.comb += bufs[p].pop[v].eq(dequeue | dropping)
             m.d.sync += self.cred_out[p][v].eq(dropping | (release[p][v] & in_ok[p]))
             with m.If(dequeue):
                 m.d.sync += release[p][v].eq(1)
-            with m.If(dequeue | dropping):
-                m.d.sync += st.sent.eq(0)
-                with m.If(fr.tail):
-                    m.d.sync += st.active.eq(0)
-            with m.Elif(granted.any()):
-                m.d.sync += st.sent.eq(done)
-            with m.If(mc_pend & mc_who[i] & complete):
-                # the candidate's output VCs are all still idle: it takes them
-                m.d.sync += [*take_vcs, st.sent.eq(0)]
+            with m.If((dequeue | dropping) & fr.tail):
+                m.d.sync += st.active.eq(0)
+            if cfg.multicasts:
+                # (otherwise no branch is ever sent before its flit is done: `sent` stays 0)
+                with m.If(dequeue | dropping):
+                    m.d.sync += st.sent.eq(0)
+                with m.Elif(granted.any()):
+                    m.d.sync += st.sent.eq(done)
+                with m.If(mc_pend & mc_who[i] & complete):
+                    # the candidate's output VCs are all still idle: it takes them
+                    m.d.sync += [*take_vcs, st.sent.eq(0)]
             drop = turn[i] & valid[p, v] & fr.head & ~st.active & (fr.route.mask == 0)
             drops.append(drop)
             with m.If(drop):
                 m.d.sync += [st.active.eq(1), st.mask.eq(0)]
 
         # -- multicast VC allocation --------------------------------------------------------
-        # closed[q]: the VCs of output q a multicast cannot take, being busy or short of
-        # ``multicast_credits`` (on the local output, any VC's counts for all of them)
-        closed = [_named(m, busy[q] | Cat(credit[q][w] < cfg.multicast_credits
-                                          for w in range(V)), f"mc_closed{q}")
-                  for q in range(P)]
+        if cfg.multicasts:
+            # closed[q]: the VCs of output q a multicast cannot take, being busy or short of
+            # ``multicast_credits`` (on the local output, any VC's counts for all of them)
+            closed = [_named(m, busy[q] | Cat(credit[q][w] < cfg.multicast_credits
+                                              for w in range(V)), f"mc_closed{q}")
+                      for q in range(P)]
 
-        def all_idle(key):
-            # every output VC the multicast head at the front of ``key`` needs is idle and
-            # has the credit to take its packet but the tail
-            return ~(fronts[key].route.mask & taken_by(key, closed)).any()
+            def all_idle(key):
+                # every output VC the multicast head at the front of ``key`` needs is idle and
+                # has the credit to take its packet but the tail
+                return ~(fronts[key].route.mask & taken_by(key, closed)).any()
 
-        m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
-        if levels > 1:
-            m.d.comb += mc_arb.priority.eq(Cat(prios[key] for key in requesters))
-        m.d.comb += [
-            mc_arb.requests.eq(Cat(
-                valid[key] & fronts[key].head & ~states[key].active
-                & fronts[key].multi & all_idle(key) for key in requesters)),
-            mc_arb.advance.eq(~mc_pend),
-        ]
-        # need[w]: the outputs where the granted multicast head needs VC w
-        need = [_named(m, _any_of([Mux(mc_arb.grant[i], fronts[key].route.mask & vc_is[key][w],
-                                       0) for i, key in enumerate(requesters)]), f"need{w}")
-                for w in range(V)]
-        with m.If(~mc_pend & mc_arb.grant.any()):
-            m.d.sync += [mc_pend.eq(1), mc_who.eq(mc_arb.grant)]
-            for q in range(P):
-                m.d.sync += mc_need[q].eq(Cat(need[w][q] for w in range(V)))
-        with m.If(mc_pend):
-            m.d.sync += mc_pend.eq(0)       # claimed, or given up if a VC went meanwhile
-        with m.If(mc_pend & complete):
-            for q in range(P):
-                for w in range(V):
-                    with m.If(mc_need[q][w]):   # bit by bit: a tail may free another VC
-                        m.d.sync += busy[q][w].eq(1)
+            m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
+            if levels > 1:
+                m.d.comb += mc_arb.priority.eq(Cat(prios[key] for key in requesters))
+            m.d.comb += [
+                mc_arb.requests.eq(Cat(
+                    valid[key] & fronts[key].head & ~states[key].active
+                    & fronts[key].multi & all_idle(key) for key in requesters)),
+                mc_arb.advance.eq(~mc_pend),
+            ]
+            # need[w]: the outputs where the granted multicast head needs VC w
+            need = [_named(m, _any_of([Mux(mc_arb.grant[i], fronts[key].route.mask & vc_is[key][w],
+                                           0) for i, key in enumerate(requesters)]), f"need{w}")
+                    for w in range(V)]
+            with m.If(~mc_pend & mc_arb.grant.any()):
+                m.d.sync += [mc_pend.eq(1), mc_who.eq(mc_arb.grant)]
+                for q in range(P):
+                    m.d.sync += mc_need[q].eq(Cat(need[w][q] for w in range(V)))
+            with m.If(mc_pend):
+                m.d.sync += mc_pend.eq(0)       # claimed, or given up if a VC went meanwhile
+            with m.If(mc_pend & complete):
+                for q in range(P):
+                    for w in range(V):
+                        with m.If(mc_need[q][w]):   # bit by bit: a tail may free another VC
+                            m.d.sync += busy[q][w].eq(1)
 
         dropped = Signal(16)
         m.d.comb += self.dropped.eq(dropped)
@@ -590,14 +622,15 @@ class Router(wiring.Component):
 class InputBuffer(wiring.Component):
     """The buffers of one router input: a queue per VC, one storage for all of them.
 
-    Each queue is first-word-fall-through with its front's control fields (head, tail,
-    priority, route) in registers, so allocation starts from flip-flops instead of a
-    memory read. Flit data sits in one memory of ``vcs * depth`` words per input with a
-    synchronous read port: :attr:`read` reads a VC's front, which appears on :attr:`data`
-    from the next cycle until the next :attr:`read`. The router therefore needs no latch or
-    VC multiplexer per input besides the memory's own output register, and deep buffers
-    become block RAM. Amaranth's FIFOs keep one memory per queue and expose no addresses, hence
-    this component.
+    Each queue is first-word-fall-through: its front's control fields (head, tail,
+    priority, route) are read asynchronously from a small LUT RAM per VC at the read
+    pointer, so they appear the cycle after the write, as a register copy would, without
+    that copy's load multiplexer (a LUT per bit). Flit data sits in one memory of
+    ``vcs * depth`` words per input with a synchronous read port: :attr:`read` reads a VC's
+    front, which appears on :attr:`data` from the next cycle until the next :attr:`read`.
+    The router therefore needs no latch or VC multiplexer per input besides the memory's own
+    output register, and deep buffers become block RAM. Amaranth's FIFOs keep one memory per
+    queue and expose no addresses, hence this component.
 
     A slot is reused only after its flit was both popped and sent on (the router returns
     the credit for it after traversal).
@@ -606,10 +639,11 @@ class InputBuffer(wiring.Component):
     ----------
     flit, ctrl : data.Layout
     vcs, depth : int
+    block : bool, optional
+        Flit storage in block RAM (see :attr:`RouterConfig.block_buffers`).
     derived : dict of str to callable, optional
         Fields of ``ctrl`` that are not stored but computed, as ``derived[name](entry)``
-        from the stored fields of an entry, when it becomes a queue's front. ``w_ctrl``
-        still gives them for an entry written straight to an empty queue's front.
+        from the stored fields of the front entry (``w_ctrl``'s value of them is ignored).
 
     Members
     -------
@@ -630,9 +664,10 @@ class InputBuffer(wiring.Component):
     """
 
     def __init__(self, flit: data.Layout, ctrl: data.Layout, vcs: int, depth: int,
-                 derived: dict | None = None):
+                 derived: dict | None = None, block: bool = False):
         self.vcs, self.depth = vcs, depth
         self.derived = dict(derived or {})
+        self.block = block
         super().__init__(self.signature_of(flit, ctrl, vcs))
 
     @staticmethod
@@ -652,7 +687,9 @@ class InputBuffer(wiring.Component):
                                   if name not in self.derived})
         # ``vc`` is not stored: the router rewrites it on the way out.
         stored = Cat(self.w_flit.data, self.w_flit.head, self.w_flit.tail)
-        m.submodules.store = store = memory.Memory(shape=len(stored), depth=V * D, init=[])
+        attrs = {"ram_style": "block"} if self.block else None
+        m.submodules.store = store = memory.Memory(shape=len(stored), depth=V * D, init=[],
+                                                   attrs=attrs)
         # A synchronous read port with enable: block RAM for deep buffers, LUT RAM and a
         # register for shallow ones.
         wport, rport = store.write_port(), store.read_port()
@@ -670,27 +707,26 @@ class InputBuffer(wiring.Component):
             m.submodules[f"ctrl{v}"] = cmem = memory.Memory(shape=kept, depth=D, init=[])
             cw, cr = cmem.write_port(), cmem.read_port(domain="comb")
             wptr, rptr = Signal(range(D), name=f"wptr{v}"), Signal(range(D), name=f"rptr{v}")
-            # rnext = rptr + 1: the entry behind the front, read ahead of a pop
+            # rnext = rptr + 1, kept rather than computed: the emptiness test after a pop
             rnext = Signal(range(D), init=1 % D, name=f"rnext{v}")
             push, pop, front = self.w_en[v], self.pop[v], self.front[v]
-            # the front has an entry behind it (a full queue has wptr == rptr != rnext)
-            more = self.valid[v] & (rnext != wptr)
-            m.d.comb += [cw.addr.eq(wptr), cw.en.eq(push), cr.addr.eq(rnext)]
+            # The front's control fields are read from the LUT RAM at rptr as they are
+            # needed: a register copy of them, loaded from the memory or from the write side,
+            # costs a LUT per bit for its multiplexer.
+            m.d.comb += [cw.addr.eq(wptr), cw.en.eq(push), cr.addr.eq(rptr)]
             m.d.comb += [cw.data[name].eq(self.w_ctrl[name]) for name, _ in kept]
+            m.d.comb += [front[name].eq(cr.data[name]) for name, _ in kept]
+            m.d.comb += [front[name].eq(derive(cr.data))
+                         for name, derive in self.derived.items()]
             waddr.append((push, v * D + wptr))
             with m.If(push):
                 m.d.sync += wptr.eq(wrap(wptr))
             with m.If(pop):
+                # the front has an entry behind it (a full queue has wptr == rptr != rnext)
                 m.d.sync += [rptr.eq(rnext), rnext.eq(wrap(rnext)),
-                             self.valid[v].eq(more | push)]
-                with m.If(more):
-                    m.d.sync += [front[name].eq(cr.data[name]) for name, _ in kept]
-                    m.d.sync += [front[name].eq(derive(cr.data))
-                                 for name, derive in self.derived.items()]
-                with m.Else():
-                    m.d.sync += front.eq(self.w_ctrl)
-            with m.Elif(~self.valid[v] & push):
-                m.d.sync += [front.eq(self.w_ctrl), self.valid[v].eq(1)]
+                             self.valid[v].eq((rnext != wptr) | push)]
+            with m.Elif(push):
+                m.d.sync += self.valid[v].eq(1)
             raddr.append((self.read[v], v * D + rptr))
         m.d.comb += [wport.addr.eq(_one_hot_or(waddr)), rport.addr.eq(_one_hot_or(raddr))]
         return m

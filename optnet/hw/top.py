@@ -91,6 +91,12 @@ class NodeTop(wiring.Component):
 
     def __init__(self, plan: NodePlan, phys: str = "vendor",
                  parts: Parts | None = None):
+        for port in plan.ports:
+            if port.port not in plan.router.granted:
+                # A link layer grants its far end's buffer by pulses: a router output that
+                # also started with that credit would overflow the far end.
+                raise ValueError(f"node {plan.node}: router port {port.port} is linked but "
+                                 f"starts with credit (RouterConfig.granted)")
         self.plan = plan
         self.phys = phys
         self.parts = parts

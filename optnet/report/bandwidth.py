@@ -15,35 +15,42 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from optnet.cluster import Link
 from optnet.report.params import LinkParams, ModelParams
 
 __all__ = ["channel_overhead", "effective_rate", "multipath_rate", "optnet_packet",
            "packet_efficiency"]
 
 
-def packet_efficiency(payload_bits: int, overhead_bits: int) -> Fraction:
+def packet_efficiency(payload_bits: int, overhead_bits: Fraction) -> Fraction:
     """Share of the payload rate a packet's payload gets: ``p / (p + h)``."""
     return Fraction(payload_bits, payload_bits + overhead_bits)
 
 
-def effective_rate(link: LinkParams, payload_bits: int, overhead_bits: int) -> Fraction:
+def effective_rate(link: LinkParams, payload_bits: int, overhead_bits: Fraction) -> Fraction:
     """Payload bit/s of ``link`` for packets of ``payload_bits`` with ``overhead_bits`` of
     header, framing and CRC each, back to back."""
     return link.payload_rate * packet_efficiency(payload_bits, overhead_bits)
 
 
-def channel_overhead(link: LinkParams, payload_bits: int, overhead_bits: int) -> Fraction:
+def channel_overhead(link: LinkParams, payload_bits: int,
+                     overhead_bits: Fraction) -> Fraction:
     """Share of the line's bits that are not payload (line code, user-interface limit and
     per-packet overhead together)."""
     return 1 - effective_rate(link, payload_bits, overhead_bits) / (link.lanes * link.line_rate)
 
 
-def optnet_packet(params: ModelParams, beats: int, beat_bits: int) -> tuple[int, int]:
-    """Payload and overhead bits of an optnet packet of ``beats`` user beats of
-    ``beat_bits``: a header flit and one flit per beat, each in a link-layer frame of
-    ``frame_bits`` (the unused bits of a beat narrower than a flit count as overhead)."""
+def optnet_packet(params: ModelParams, link: Link, beats: int,
+                  beat_bits: int) -> tuple[int, Fraction]:
+    """Payload and overhead bits of an optnet packet of ``beats`` user beats of ``beat_bits``
+    streaming over ``link``: a header flit and one flit per beat, in full link frames
+    (``B`` flits per ``B + h`` units, :mod:`optnet.frame`). Overhead is counted in the
+    link's payload bits, so that a link layer whose clock cannot keep up with the link
+    (a unit per cycle) shows the idle line as overhead too; the unused bits of a beat
+    narrower than a flit count as overhead."""
     payload = beats * beat_bits
-    return payload, (beats + 1) * params.frame_bits - payload
+    line_bits = (beats + 1) * params.flit_time(link) * params.link(link).payload_rate
+    return payload, line_bits - payload
 
 
 def multipath_rate(nodes: int, link_rate: Fraction) -> Fraction:

@@ -110,7 +110,7 @@ def collective(routed: Routed, params: ModelParams, name: str, root: int = 0,
     else:
         load = Counter()
         paths = [routed.routing.path(net, s, d) for s, d in pairs]
-        if name == "broadcast" and routed.broadcast.mode != "unicast":
+        if name == "broadcast" and routed.broadcast.mode in ("tree", "cascade"):
             # The routers copy the packet: each channel of the source's routes carries it
             # once, and every node receives it once and sends it on each loaded channel.
             load.update({c for path in paths for c in path})

@@ -7,10 +7,12 @@ the exact fractions stay inside the models. The renderers (Markdown, HTML) read 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 
 from optnet import __version__
+from optnet.cluster import Link
 from optnet.report.bandwidth import channel_overhead, multipath_rate, optnet_packet
 from optnet.report.collectives import COLLECTIVES, collective, cuscomnet_broadcast, max_links
 from optnet.report.latency import COMPONENTS, diameter, hop, latency_matrix, round_trip
@@ -22,7 +24,7 @@ from optnet.routing.route import Routed
 
 __all__ = ["MESSAGE_SIZES", "PACKET_SIZES", "REPORT_VERSION", "cluster_report", "report_json"]
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 
 #: Message sizes (bytes) of the collective curves: 64 B to 16 MiB in factors of 4.
 MESSAGE_SIZES = tuple(64 * 4**k for k in range(10))
@@ -89,7 +91,9 @@ def _parameters(params: ModelParams) -> dict:
         "link_layer_cycles": params.link_layer_cycles, "hub_cycles": params.hub_cycles,
         "cable_ns_per_m": _ns(params.cable_delay_per_m), "startup_ns": _ns(params.startup),
         "error_rate": params.error_rate, "flit_bits": params.flit_bits,
-        "frame_bits": params.frame_bits, "packet_flits": params.packet_flits,
+        "vcs": params.vcs, "buffer_flits": params.buffer_depth,
+        "window_flits": params.window, "crc_bits": params.crc_bits,
+        "packet_flits": params.packet_flits,
     }
 
 
@@ -121,12 +125,17 @@ def _bandwidth(routed: Routed, params: ModelParams, metrics: dict) -> dict:
     links = {}
     for kind, link in _link_types(routed, params).items():
         lp = params.link(link)
-        overhead = [(bits, round(float(channel_overhead(lp, *_packet(params, bits))), 5))
+        overhead = [(bits, round(float(channel_overhead(lp, *_packet(params, link, bits))), 5))
                     for bits in PACKET_SIZES]
+        sized = params.link_frame(link)
         links[kind] = {"phy": link.phy, "lanes": link.lanes,
                        "line_rate_bps": _bps(link.line_rate.value),
                        "encoding": round(float(lp.encoding), 5),
                        "payload_rate_bps": _bps(lp.payload_rate),
+                       "frame": {"unit_bits": params.flit_bits,
+                                 "header_units": sized.frame.header_units,
+                                 "max_flits": sized.frame.max_flits,
+                                 "replay_flits": sized.entries},
                        "overhead": [{"payload_bits": b, "overhead": o} for b, o in overhead]}
     out = {"links": links,
            "traffic": {pattern: (None if value is None else {
@@ -139,10 +148,10 @@ def _bandwidth(routed: Routed, params: ModelParams, metrics: dict) -> dict:
     return out
 
 
-def _packet(params: ModelParams, payload_bits: int) -> tuple[int, int]:
+def _packet(params: ModelParams, link: Link, payload_bits: int) -> tuple[int, Fraction]:
     # optnet's packet carrying ``payload_bits`` in flit-wide beats
     beats = -(-payload_bits // params.flit_bits)
-    payload, overhead = optnet_packet(params, beats, params.flit_bits)
+    payload, overhead = optnet_packet(params, link, beats, params.flit_bits)
     return payload_bits, overhead + payload - payload_bits
 
 
@@ -174,11 +183,13 @@ def _collectives(routed: Routed, params: ModelParams, matrix) -> dict:
     if routed.broadcast.mode == "cascade" and routed.net.size > 1:
         # CusComNet's model with this cluster's figures: a flit-wide packet per beat
         link = params.link(routed.cluster.links[0])
+        # a flit-wide packet per beat, with its share of the frame's header
+        flit_bits = math.ceil(params.flit_time(routed.cluster.links[0]) * link.payload_rate)
         k = max_links(routed, 0)
         out["cuscomnet_broadcast"] = {
             "max_links": k,
             "curve": [{"bytes": size, "time_ns": _ns(cuscomnet_broadcast(
-                8 * size, params.frame_bits, k, link.payload_rate,
+                8 * size, flit_bits, k, link.payload_rate,
                 link.latency + params.cycles(params.link_layer_cycles),
                 params.cycles(params.router_cycles), params.cycles(params.hub_cycles),
                 Fraction(params.error_rate)))} for size in MESSAGE_SIZES]}

@@ -1,4 +1,4 @@
-"""Broadcast: per-source replication trees, cascade flooding, or unicast fan-out.
+"""Broadcast: per-source replication trees, cascade flooding, unicast fan-out, or none.
 
 The result is, for every source (multicast group = the source's node index), a port mask
 per node: bit 0 delivers to the local port, bit p forwards on port p.
@@ -14,6 +14,8 @@ per node: bit 0 delivers to the local port, bit p forwards on port p.
 - ``unicast`` (OPTWEB): the source sends one copy per destination over the direct links
   (its router replicates the packet on every link); every path is one hop, so no new
   wait. Needs a fully connected network.
+- ``none`` (BlueDBM): no broadcast in the network; every mask is empty, so the routers
+  build no multicast logic and drop a broadcast packet at its source. No wait.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class Broadcast:
     note : str
     classes : tuple of array
         ``classes[s][c]``: VC class of channel ``c`` in the tree of source ``s`` (0 for
-        channels outside it, and for every channel in ``cascade``/``unicast`` modes).
+        channels outside it, and for every channel in the other modes).
     """
 
     mode: str
@@ -140,8 +142,14 @@ def _bfs_tree(net: Network, s: int) -> dict[int, int]:
 
 
 def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
-    """Plan broadcasts from every node in ``mode`` (``tree``, ``cascade`` or ``unicast``)."""
+    """Plan broadcasts from every node in ``mode`` (``tree``, ``cascade``, ``unicast`` or
+    ``none``)."""
     n = net.size
+    if mode == "none":
+        empty = (0,) * n
+        return Broadcast(mode, (empty,) * n,
+                         "the network makes no broadcasts (software sends one unicast per "
+                         "destination), so they add no wait")
     everything = [sum(1 << p for p in range(len(net.ports[v]))) for v in range(n)]
     if mode == "cascade":
         masks = tuple(tuple(everything) for _ in range(n))

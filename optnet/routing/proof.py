@@ -140,7 +140,7 @@ def prove(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
     tree = sibling = np.zeros(0, dtype=np.int64)
     if broadcast is not None and broadcast.into is not None and not waits.siblings:
         tree = _tree_waits(net, broadcast, vcs - 1, waits, slots)
-    elif broadcast is not None and broadcast.mode != "cascade":
+    elif broadcast is not None and broadcast.mode not in ("cascade", "none"):
         tree, sibling = _branches(net, broadcast, vcs - 1, waits, slots)
     heads = tree % big
     used = distinct(np.concatenate([used, heads[heads < ids.links] >> 1]))

@@ -415,9 +415,11 @@ class RoutingDesc(_Model):
                        "dragonfly_minimal", "hierarchical"] = "auto"
     """`auto` picks by topology kind."""
     multipath: MultipathDesc | None = None
-    broadcast: Literal["tree", "cascade", "unicast"] = "tree"
+    broadcast: Literal["tree", "cascade", "unicast", "none"] = "tree"
     """Broadcast by spanning tree, by cascading duplication with duplicate suppression
-    (CusComNet) or by one-hop unicast fan-out on fully connected networks."""
+    (CusComNet), by one-hop unicast fan-out on fully connected networks, or not in the
+    network at all (`none`: the routers hold no multicast logic and drop broadcast packets;
+    software sends one unicast per destination, as BlueDBM does)."""
 
 
 class EndpointDesc(_Model):
