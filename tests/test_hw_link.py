@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from amaranth.hdl import ClockDomain, Module, ResetInserter, Signal
+from amaranth.hdl import ClockDomain, DomainRenamer, Module
 from amaranth.sim import Simulator
 
 from optnet.hw.flit import FlitFormat
@@ -197,32 +197,37 @@ class _End:
 
 
 def _reset_pair(cfg: LinkConfig, phy_period: float, latency: int, seed: int):
-    """Link layers ``a`` and ``b`` over the link model, every domain of ``b`` reset by
-    ``rst``, each driven by an :class:`_End`: ``(sim, a, b, rst, ends)``."""
+    """Link layers ``a`` and ``b`` over the link model, each driven by an :class:`_End`:
+    ``(sim, a, b, domains, ends)``. ``b`` has clock domains of its own (on clocks alike),
+    ``domains``, whose reset signals reset it as a node's rst would (a ResetInserter would
+    not reset the read side of its AsyncFIFOs, which follows the domain's reset signal)."""
     m = Module()
-    m.domains += ClockDomain(cfg.phy_domain)
-    rst = Signal()
+    own = [ClockDomain("sync_b"), ClockDomain(f"{cfg.phy_domain}_b")]
+    m.domains += [ClockDomain(cfg.phy_domain), *own]
     m.submodules.a = a = LinkLayer(cfg)
     b = LinkLayer(cfg)
-    m.submodules.b = ResetInserter({"sync": rst, cfg.phy_domain: rst})(b)
+    m.submodules.b = DomainRenamer({"sync": "sync_b", cfg.phy_domain: own[1].name})(b)
     sim = Simulator(m)
-    sim.add_clock(10e-9)
-    sim.add_clock(phy_period, domain=cfg.phy_domain)
-    for tx, rx, up, s in ((a.phy_tx, b.phy_rx, a.phy_up, seed),
-                          (b.phy_tx, a.phy_rx, b.phy_up, seed + 1)):
-        sim.add_testbench(LinkModel(tx, rx, up, cfg.phy_domain, cfg.phy_width,
+    for domain, period in (("sync", 10e-9), (cfg.phy_domain, phy_period)):
+        sim.add_clock(period, domain=domain)
+        sim.add_clock(period, domain=f"{domain}_b")
+    for tx, rx, up, domain, s in ((a.phy_tx, b.phy_rx, a.phy_up, cfg.phy_domain, seed),
+                                  (b.phy_tx, a.phy_rx, b.phy_up, own[1].name, seed + 1)):
+        sim.add_testbench(LinkModel(tx, rx, up, domain, cfg.phy_width,
                                     latency=latency, seed=s).process, background=True)
     rng = random.Random(seed)
     ends = {k: _End(link, rng, cfg.depth, cfg.fmt.vcs) for k, link in (("a", a), ("b", b))}
-    return sim, a, b, rst, ends
+    return sim, a, b, own, ends
 
 
-async def _reset_cycle(ctx, ends, rst, cycle, at, sending):
-    """One cycle of a :func:`_reset_pair` run, up to the clock edge: ``b`` reset for the 5
-    cycles from ``at`` on (its router too); ``sending``: which ends start new packets."""
+async def _reset_cycle(ctx, ends, domains, cycle, at, sending):
+    """One cycle of a :func:`_reset_pair` run, up to the clock edge: ``b`` reset (its
+    ``domains``) for the 5 cycles from ``at`` on (its router too); ``sending``: which ends
+    start new packets."""
     for k, end in ends.items():
         end.drive(ctx, k in sending)
-    ctx.set(rst, at <= cycle < at + 5)
+    for cd in domains:
+        ctx.set(cd.rst, at <= cycle < at + 5)
     await ctx.delay(1e-12)
     for end in ends.values():
         end.sample(ctx)
@@ -235,14 +240,14 @@ def _restart_run(traffic: bool, seed: int, at: int = 1500, cycles: int = 9000):
     is reset, all its domains, for 5 cycles at cycle ``at``. Returns both ends' views and
     counters."""
     cfg = LinkConfig(FMT, 32, "phy", depth=8, window=16, timeout=200)
-    sim, a, b, rst, ends = _reset_pair(cfg, 7e-9, latency=6, seed=seed)
+    sim, a, b, domains, ends = _reset_pair(cfg, 7e-9, latency=6, seed=seed)
     out = {}
 
     async def bench(ctx):
         for cycle in range(cycles):
             # traffic stops well before the end, so that credits can be counted back
             sending = (traffic or cycle > at + 400) and cycle < cycles - 2000
-            await _reset_cycle(ctx, ends, rst, cycle, at, "ab" if sending else "")
+            await _reset_cycle(ctx, ends, domains, cycle, at, "ab" if sending else "")
             # a's router stalls around the restart, holding b's old flits in its buffer
             # while b starts again with a full buffer's credit
             ends["a"].blocked = at - 100 <= cycle < at + 300
@@ -294,12 +299,12 @@ def _time_to_rejoin(cfg: LinkConfig, at: int, limit: int, seed: int = 0) -> int 
     """Cycles from the end of a 5-cycle reset of end ``b`` at cycle ``at`` until both ends
     are up again (None: not within ``limit``), with ``a`` streaming to ``b`` throughout, the
     clocks and link latency of :func:`tests.test_hw_cluster.simulate`."""
-    sim, a, b, rst, ends = _reset_pair(cfg, 6e-9, latency=5, seed=seed)
+    sim, a, b, domains, ends = _reset_pair(cfg, 6e-9, latency=5, seed=seed)
     out = {}
 
     async def bench(ctx):
         for cycle in range(at + 5 + limit):
-            await _reset_cycle(ctx, ends, rst, cycle, at, "a")
+            await _reset_cycle(ctx, ends, domains, cycle, at, "a")
             if cycle >= at + 5 and ctx.get(a.up) and ctx.get(b.up):
                 out["t"] = cycle - at - 5
                 return

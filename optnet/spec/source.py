@@ -169,8 +169,8 @@ class _Composer(Composer, Resolver):
     16 MiB list of one-character items from ever becoming millions of nodes.
     """
 
-    def __init__(self, text: str, file: str) -> None:
-        self._events = _Loader(text)
+    def __init__(self, text: str, file: str, loader: type = _Loader) -> None:
+        self._events = loader(text)
         self._file = file
         self._depth = 0
         self.values = 0
@@ -353,7 +353,18 @@ def load_yaml(text: str, file: str) -> tuple[object, SourceMap, list[Diagnostic]
                          Location(file, 1, 1))
     composer = _Composer(text, file)
     try:
-        root = composer.get_single_node()
+        try:
+            root = composer.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            # LibYAML from 0.2.6 (PyYAML 6.0.4's wheels) refuses 1,000 nested levels in
+            # its scanner, which reads a flow collection ahead of the events composed.
+            # Python's own scanner reads no further than asked, so the document is then
+            # refused where it passes MAX_DEPTH, as with any other LibYAML.
+            if "maximum nesting depth" not in str(exc.problem):
+                raise
+            composer.dispose()
+            composer = _Composer(text, file, yaml.SafeLoader)
+            root = composer.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = _location(file, mark) if mark else Location(file, 1, 1)
