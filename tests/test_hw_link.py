@@ -264,7 +264,8 @@ def _restart_run(traffic: bool, seed: int, at: int = 1500, cycles: int = 9000):
     return out
 
 
-@pytest.mark.parametrize(("traffic", "seed"), [(True, 1), (False, 2),
+@pytest.mark.parametrize(("traffic", "seed"), [(True, 1),
+                                               pytest.param(False, 2, marks=pytest.mark.slow),
                                                pytest.param(True, 3, marks=pytest.mark.slow),
                                                pytest.param(True, 4, marks=pytest.mark.slow)])
 def test_a_restarted_end_rejoins(traffic, seed):
@@ -315,7 +316,9 @@ def _time_to_rejoin(cfg: LinkConfig, at: int, limit: int, seed: int = 0) -> int 
     return out.get("t")
 
 
-@pytest.mark.parametrize("at", range(600, 608))
+# (the fast tier: two phases at which the link stayed down before)
+@pytest.mark.parametrize("at", [pytest.param(at, marks=() if at in (601, 607) else
+                                             pytest.mark.slow) for at in range(600, 608)])
 def test_a_reset_end_rejoins_a_streaming_neighbour(at):
     # A cluster's reset test found this: with the surviving end streaming and the reset end
     # hunting for frame alignment, stand-alone headers came only every keepalive (64
