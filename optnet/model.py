@@ -35,9 +35,9 @@ from optnet.phys import PHYS
 from optnet.spec.models import EndpointDesc
 
 __all__ = ["ARG_BITS", "BLOCK_TABLE_FAMILIES", "COMPONENTS", "ENDPOINT_CREDIT_CYCLES",
-           "HUB_CYCLES", "LINK_LAYER_CYCLES", "MIN_TAG_BITS", "Breakdown", "CreditCheck",
-           "LinkParams", "ModelParams", "arg_bits", "endpoint_credits", "ends", "hop",
-           "hop_times", "model_params"]
+           "HUB_CYCLES", "LINK_LAYER_CYCLES", "MIN_TAG_BITS", "WIDE_RAM_VENDORS", "Breakdown",
+           "CreditCheck", "LinkParams", "ModelParams", "arg_bits", "endpoint_credits", "ends",
+           "hop", "hop_times", "model_params"]
 
 #: Network clock cycles a flit spends in the two link layers of a hop at zero load (the
 #: transmit pipeline, the clock crossings to and from the PHY domain, the frame check, the
@@ -59,6 +59,13 @@ ENDPOINT_CREDIT_CYCLES = 4
 #: open flow places and routes a role once and patches each node's tables into its
 #: bitstream (:mod:`optnet.emit.bitstream`); the table read costs the router one cycle more.
 BLOCK_TABLE_FAMILIES = ("ecp5",)
+
+#: Vendors whose block RAM has ports of different widths that synthesis infers from a memory
+#: written through several narrow ports at neighbouring addresses in one cycle (Xilinx,
+#: since Virtex-II; Vivado's asymmetric RAM template, UG901; Yosys merges the ports the same
+#: way). A link layer keeps received side bits so (:attr:`optnet.hw.link.LinkConfig.side_ram`).
+#: Yosys' ECP5 and Cyclone V mappings do not (Cyclone V falls back to flip-flops).
+WIDE_RAM_VENDORS = ("xilinx",)
 
 #: The components of a latency, in the order reports list them.
 COMPONENTS = ("hub", "router", "link_layer", "phy", "serialisation", "cable")

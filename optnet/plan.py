@@ -20,7 +20,13 @@ from optnet.hw.flit import FlitFormat, clog2
 from optnet.hw.link import LinkConfig
 from optnet.hw.phy.vendor import VENDOR_PHYS, ip_ports, user_width_for
 from optnet.hw.router import RouterConfig
-from optnet.model import BLOCK_TABLE_FAMILIES, arg_bits, endpoint_credits, model_params
+from optnet.model import (
+    BLOCK_TABLE_FAMILIES,
+    WIDE_RAM_VENDORS,
+    arg_bits,
+    endpoint_credits,
+    model_params,
+)
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.proof import Waits, prove
 from optnet.routing.route import Routed
@@ -195,11 +201,12 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
                 continue
             roles.add(role)
         ports = []
+        side_ram = node.board.vendor in WIDE_RAM_VENDORS
         for p, own, far, link, width, window in links:
-            key = (width, p, window)           # one per key is shared by all nodes
+            key = (width, p, window, side_ram)   # one per key is shared by all nodes
             if key not in configs:
                 configs[key] = LinkConfig(fmt, width, f"phy{p}", depth, window=window,
-                                          crc_bits=params.crc_bits)
+                                          crc_bits=params.crc_bits, side_ram=side_ram)
             ports.append(PortPlan(
                 p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
                 int(link.line_rate.value), str(far), configs[key]))

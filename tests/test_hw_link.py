@@ -38,8 +38,9 @@ def link_pair(cfg: LinkConfig, phy_period: float, phase: float = 0.0, **model):
 
 
 def run_link(count=400, ber=0.0, fail=(), phy_width=32, seed=0, cycles=60000, fmt=FMT,
-             crc_bits=32):
-    cfg = LinkConfig(fmt, phy_width, "phy", depth=8, window=16, timeout=200, crc_bits=crc_bits)
+             crc_bits=32, side_ram=False):
+    cfg = LinkConfig(fmt, phy_width, "phy", depth=8, window=16, timeout=200, crc_bits=crc_bits,
+                     side_ram=side_ram)
     # PHY user clock unrelated to the network clock
     sim, a, b, ab, ba = link_pair(cfg, 7e-9, latency=6, ber=ber, fail=fail, seed=seed)
     rng = random.Random(seed)
@@ -91,16 +92,20 @@ def test_frames_span_phy_widths(phy_width):
     assert got == sent
 
 
-@pytest.mark.parametrize(("width", "vcs", "ber", "seed"), [(128, 2, 1e-4, 6), (160, 1, 5e-5, 5)])
-def test_header_layouts(width, vcs, ber, seed):
-    # 128-bit units: a two-unit header with its check in the second unit (BlueDBM);
+@pytest.mark.parametrize(("width", "vcs", "ber", "seed", "side_ram"),
+                         [(128, 2, 1e-4, 6, True), (160, 1, 5e-5, 5, False),
+                          pytest.param(160, 1, 5e-5, 5, True, marks=pytest.mark.slow)])
+def test_header_layouts(width, vcs, ber, seed, side_ram):
+    # 128-bit units: a two-unit header with its check in the second unit (BlueDBM, whose
+    # Xilinx part keeps received side bits in a block RAM of two port widths, `side_ram`);
     # 160-bit units, one VC: a one-unit header, its check in the unit that restarts the
     # engine. Errors are injected so that the checks are seen to work; in the second run
     # a go-back leaves more committed frames waiting for delivery than a queue of four
     # held (they were lost, and the link stalled).
     fmt = FlitFormat(width=width, vcs=vcs, id_bits=3)
     sent, got, credits, stats = run_link(count=200, ber=ber, phy_width=width, seed=seed,
-                                         cycles=40000, fmt=fmt, crc_bits=16)
+                                         cycles=40000, fmt=fmt, crc_bits=16,
+                                         side_ram=side_ram)
     assert stats["crc"] > 0
     assert got == sent
     assert credits == [sum(1 for _, v in sent if v == k) for k in range(vcs)]
@@ -235,11 +240,11 @@ async def _reset_cycle(ctx, ends, domains, cycle, at, sending):
         ends["b"].reset()
 
 
-def _restart_run(traffic: bool, seed: int, at: int = 1500, cycles: int = 9000):
+def _restart_run(traffic: bool, seed: int, side_ram: bool, at: int = 1500, cycles: int = 9000):
     """Two link layers with traffic both ways (or none until after the restart); end ``b``
     is reset, all its domains, for 5 cycles at cycle ``at``. Returns both ends' views and
     counters."""
-    cfg = LinkConfig(FMT, 32, "phy", depth=8, window=16, timeout=200)
+    cfg = LinkConfig(FMT, 32, "phy", depth=8, window=16, timeout=200, side_ram=side_ram)
     sim, a, b, domains, ends = _reset_pair(cfg, 7e-9, latency=6, seed=seed)
     out = {}
 
@@ -264,15 +269,15 @@ def _restart_run(traffic: bool, seed: int, at: int = 1500, cycles: int = 9000):
     return out
 
 
-@pytest.mark.parametrize(("traffic", "seed"), [(True, 1),
-                                               pytest.param(False, 2, marks=pytest.mark.slow),
-                                               pytest.param(True, 3, marks=pytest.mark.slow),
-                                               pytest.param(True, 4, marks=pytest.mark.slow)])
-def test_a_restarted_end_rejoins(traffic, seed):
+@pytest.mark.parametrize(("traffic", "seed", "side_ram"), [
+    (True, 1, True), pytest.param(False, 2, False, marks=pytest.mark.slow),
+    pytest.param(True, 3, False, marks=pytest.mark.slow),
+    pytest.param(True, 4, True, marks=pytest.mark.slow)])
+def test_a_restarted_end_rejoins(traffic, seed, side_ram):
     # Issue 18: a node that resets while its neighbour keeps running (quiet or under
     # traffic): the links resynchronise sequence numbers and credits, traffic resumes, and
     # only what the reset end held is lost; the surviving end counts what it discarded.
-    out = _restart_run(traffic, seed)
+    out = _restart_run(traffic, seed, side_ram)
     a, b = out["a"], out["b"]
     assert out["up_after"] == (1, 1)
     # (each end sees the other start at power-on too; b's counters start again at its reset)

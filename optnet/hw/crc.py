@@ -146,6 +146,15 @@ class CrcEngine(Elaboratable):
         with m.Elif(self.start):
             m.d.sync += register.eq(alg.initial_crc)
         out = register[::-1] if alg.reflect_output else register
-        m.d.comb += [self.register.eq(register), self.crc.eq(out ^ alg.xor_output),
+        m.d.comb += [self.register.eq(register), self.crc.eq(self.output(register)),
                      self.match_detected.eq(out == self.params.residue())]
         return m
+
+    def output(self, register):
+        """The CRC that a register value stands for (the output reflection and XOR applied
+        to it): a copy of :attr:`register` read through this costs nothing more where it
+        is used, where a copy of :attr:`crc` costs an inverter per bit that the flip-flops
+        holding it cannot absorb (CRC-16/USB and CRC-32 invert their output)."""
+        alg = self.params.algorithm
+        out = register[::-1] if alg.reflect_output else register
+        return out ^ alg.xor_output

@@ -29,9 +29,10 @@ checked by the same kind of engine; a header whose check holds (register zero) i
 a frame's flits wait in a staging buffer (block RAM) until the next header brings their
 side bits and check. A frame that checks is committed: its count and side bits go into a
 small block RAM queue, and its flits are delivered to the router in order, one per cycle,
-each with its side bits picked from the queue's output by its place in the frame. A bad
-check, or a frame whose first flit is not the one expected, makes the receiver drop the
-frame and send a NAK; the far end goes back to the acknowledged flit (go-back-N), or
+each with its side bits picked from the queue's output by its place in the frame (on
+Xilinx parts, read from a block RAM written a frame at a time, :attr:`LinkConfig.side_ram`).
+A bad check, or a frame whose first flit is not the one expected, makes the receiver drop
+the frame and send a NAK; the far end goes back to the acknowledged flit (go-back-N), or
 resends after a timeout when a NAK is lost.
 
 The logic is laid out for area (issue 18: one link layer of the BlueDBM configuration in
@@ -94,6 +95,11 @@ class LinkConfig:
         two frames.
     crc_bits : int
         32, 16 or 0 (no checks: a trusted PHY; nothing is retransmitted).
+    side_ram : bool
+        Keep the side bits of received frames in a block RAM written a frame at a time and
+        read a flit at a time (ports of different widths), instead of choosing them by a
+        multiplexer: for devices whose block RAM has such ports and whose tools infer them
+        (:data:`optnet.model.WIDE_RAM_VENDORS`).
     timeout : int
         Cycles without progress on the oldest unacknowledged flit before resending it.
     keepalive : int
@@ -106,6 +112,7 @@ class LinkConfig:
     depth: int
     window: int = 256
     crc_bits: int = 32
+    side_ram: bool = False
     timeout: int = 1024
     keepalive: int = 64
 
@@ -475,7 +482,9 @@ class LinkLayer(wiring.Component):
             # The engine's register holds the previous frame's check while the first
             # header unit is in stage B (it restarts with that unit); later header units
             # take it from `crc_hold`.
+            # (It holds the register rather than the check: see `CrcEngine.output`.)
             crc_hold = Signal(c_bits)
+            hold_crc = engine.output(crc_hold)
         values = {"marker": Const(HEADER_MARKER, 4), "count": dleft, "seq": cur,
                   "ack": sent_ack, "nak": sent_nak, "restart": sent_restart,
                   "restart_ack": sent_rack, "credits": sent_cnt, "side": side_acc}
@@ -489,7 +498,7 @@ class LinkLayer(wiring.Component):
                 elif name == "crc" and j == 0:
                     crc_first.append((i, b))
                 elif name == "crc":
-                    units[j][i] = engine.crc[b] if j == 1 else crc_hold[b]
+                    units[j][i] = engine.crc[b] if j == 1 else hold_crc[b]
         hdr_unit = Signal(unit)
         with m.Switch(a_hidx):
             for j in range(h):
@@ -507,7 +516,7 @@ class LinkLayer(wiring.Component):
         m.d.comb += out_b.eq(b_unit)
         if c_bits:
             with m.If(go & b_valid & b_first):
-                m.d.sync += crc_hold.eq(engine.crc)
+                m.d.sync += crc_hold.eq(engine.register)
             # A check that falls in the first header unit (one-unit headers) is written
             # here, where the engine holds it.
             with m.If(b_first):
@@ -584,10 +593,12 @@ class LinkLayer(wiring.Component):
             header_good = engine.register == 0
         else:
             header_good = Const(1)
-        crc_calc = Signal(max(c_bits, 1))     # the check of the frame before this header
+        # The check of the frame before this header, as the engine's register (its
+        # `CrcEngine.output` is the check).
+        crc_calc = Signal(max(c_bits, 1))
         if c_bits:
             with m.If(starts):
-                m.d.sync += crc_calc.eq(engine.crc)
+                m.d.sync += crc_calc.eq(engine.register)
 
         with m.If(starts):
             m.d.sync += [hvec.eq(hnext), hidx.eq(1)]
@@ -644,7 +655,8 @@ class LinkLayer(wiring.Component):
         m.d.comb += seq_dist.eq(prev_seq - expect)
         frame_fine = Signal()
         if c_bits:
-            m.d.comb += frame_fine.eq((hvec[fs["crc"]] == crc_calc) & (seq_dist == 0))
+            m.d.comb += frame_fine.eq((hvec[fs["crc"]] == engine.output(crc_calc))
+                                   & (seq_dist == 0))
         else:
             m.d.comb += frame_fine.eq(seq_dist == 0)
         with m.If(ok):
@@ -696,22 +708,28 @@ class LinkLayer(wiring.Component):
             m.d.sync += fstart.eq(base)
 
         # Committed frames: their flit count and side bits, delivered in order. A frame's
-        # entry stays on the read port while its flits go out, each taking its side bits
-        # from it by its place in the frame (a mux, not a shifting copy of all of them).
+        # count stays on the read port of `commits` while its flits go out, and each flit
+        # takes its side bits by its place in the frame: from that same entry through a
+        # multiplexer, or, with `side_ram`, from `sides`, a word per flit, whose B write
+        # ports (one per place) write one frame's words in one cycle and are merged by
+        # synthesis into one wide port of a block RAM whose two ports differ in width, so
+        # that no multiplexer is needed (BlueDBM's 2 bits of 128 by place: about 40 LUTs).
         # Delivery takes a cycle more per frame than the frame's flits, so a burst of
         # committed flits followed by frames of one or two flits (after a go-back) keeps
         # many frames waiting: as many as the staging buffer holds flits, which costs no
         # more block RAM than four would.
         cdepth = depth
         cwidth = clog2(B + 1)
+        wide = cfg.side_ram
+        block = {"ram_style": "block"}
         m.submodules.commits = commits = memory.Memory(
-            shape=cwidth + B * sb, depth=cdepth, init=[], attrs={"ram_style": "block"})
+            shape=cwidth + (0 if wide else B * sb), depth=cdepth, init=[], attrs=block)
         cw = commits.write_port()
         cr = commits.read_port(domain="sync")
         c_wp = Signal(clog2(cdepth) + 1)
         c_rp = Signal(clog2(cdepth) + 1)
-        m.d.comb += [cw.addr.eq(c_wp[:-1]), cw.data.eq(Cat(prev_count, hvec[fs["side"]])),
-                     cw.en.eq(commit), cr.addr.eq(c_rp[:-1])]
+        m.d.comb += [cw.addr.eq(c_wp[:-1]), cw.en.eq(commit), cr.addr.eq(c_rp[:-1]),
+                     cw.data.eq(Cat(prev_count, Cat() if wide else hvec[fs["side"]]))]
         with m.If(commit):
             m.d.sync += c_wp.eq(c_wp + 1)
         fetched = Signal()    # the read port has just read a frame's entry
@@ -719,8 +737,25 @@ class LinkLayer(wiring.Component):
         place = Signal(range(B))
         active = Signal()
         last = Signal()
-        m.d.comb += [active.eq(fetched | busy),
-                     last.eq(place + 1 == cr.data[:cwidth])]
+        m.d.comb += [active.eq(fetched | busy), last.eq(place + 1 == cr.data[:cwidth])]
+        side_read = Signal(sb)    # the side bits of the flit read from staging last
+        if wide:
+            frame = Signal(clog2(cdepth))   # the frame whose count is on the read port
+            with m.If(cr.en):
+                m.d.sync += frame.eq(c_rp[:-1])
+            m.submodules.sides = sides = memory.Memory(
+                shape=sb, depth=cdepth << len(place), init=[], attrs=block)
+            for k in range(B):
+                sides_w = sides.write_port()
+                m.d.comb += [sides_w.addr.eq(Cat(Const(k, len(place)), c_wp[:-1])),
+                             sides_w.data.eq(hvec[fs["side"]][k * sb:(k + 1) * sb]),
+                             sides_w.en.eq(commit)]
+            sides_r = sides.read_port(domain="sync")
+            m.d.comb += [sides_r.addr.eq(Cat(place, frame)), sides_r.en.eq(active),
+                         side_read.eq(sides_r.data)]
+        else:
+            with m.If(active):
+                m.d.sync += side_read.eq(cr.data[cwidth:].word_select(place, sb))
         # The next entry is read as the last flit of a frame goes out. (A read port's
         # enable is on unless driven.)
         # After the far end restarts, the frames committed before it are delivered, and
@@ -738,12 +773,15 @@ class LinkLayer(wiring.Component):
             m.d.sync += c_rp.eq(c_rp + 1)
         m.d.sync += fetched.eq(cr.en)
         rp = Signal(clog2(depth) + 1)
-        out_valid, out_side = Signal(), Signal(sb)
-        m.d.comb += [sr.addr.eq(rp[:-1]), sr.en.eq(1)]
-        m.d.sync += out_valid.eq(active)
+        out_valid = Signal()
+        closer = Signal()     # the flit out is a tail that closes a cut packet
+        closer_vc = Signal(max(vb, 1))
+        out_side = Signal(sb)
+        m.d.comb += [sr.addr.eq(rp[:-1]), sr.en.eq(1),
+                     out_side.eq(Mux(closer, Cat(Const(1, 1), closer_vc[:vb]), side_read))]
+        m.d.sync += [out_valid.eq(active), closer.eq(0)]
         with m.If(active):
-            m.d.sync += [rp.eq(rp + 1), busy.eq(~last), place.eq(Mux(last, 0, place + 1)),
-                         out_side.eq(cr.data[cwidth:].word_select(place, sb))]
+            m.d.sync += [rp.eq(rp + 1), busy.eq(~last), place.eq(Mux(last, 0, place + 1))]
         head_next = Signal(V, init=(1 << V) - 1)
         vc = out_side[1:] if vb else Const(0, 1)
         tail = out_side[0]
@@ -768,8 +806,7 @@ class LinkLayer(wiring.Component):
                 # full of the far end's old flits)
                 for v in reversed(range(V)):
                     with m.If(~head_next[v] & (room[v] != 0)):
-                        m.d.sync += [out_valid.eq(1), out_side.eq(Cat(Const(1, 1),
-                                                                      Const(v, max(vb, 1))))]
+                        m.d.sync += [out_valid.eq(1), closer.eq(1), closer_vc.eq(v)]
 
         # -- the far end's credits: its counters, paid out one per VC per cycle ----------
         # The local router starts with no credit for the far end's buffer: `paid` counts
