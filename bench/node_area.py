@@ -5,8 +5,9 @@ Usage: python bench/node_area.py [EXAMPLE] [--no-cache]
 
 Plans the first node of ``examples/EXAMPLE.yaml`` (default ``bluedbm_20``), lowers it to
 Verilog and synthesises it with Yosys exactly as ``optnet report --resources`` does
-(:func:`optnet.report.resources.node_resources`: ``synth_xilinx -family xc7`` for the VC707,
-not flattened, each module counted once per instance; LUTs include LUT RAM). Prints each
+(:func:`optnet.report.resources.node_resources`: ``synth_xilinx -family xc7 -flatten`` for
+the VC707 with each part of the node kept a module of its own, each counted once per
+instance; LUTs include LUT RAM). Prints each
 part and component, the node's own logic (everything but the vendor cores, whose figures
 come from the IP table), and for BlueDBM the paper's Table II and issue 18's targets: a
 link layer <= 1,000 LUTs and the node's own logic (router, 4 link layers, endpoints and

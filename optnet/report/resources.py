@@ -238,8 +238,8 @@ class Synthesis:
     family : str
         The board family asked for.
     command : str
-        Yosys synthesis command without ``-top``; hierarchy is always kept (``-noflatten``
-        where the script flattens by default) so that every module gets its own counts.
+        Yosys synthesis command without ``-top``; it flattens (:meth:`script` keeps the
+        node's parts apart).
     counting : str
         How the resulting cells are counted (``xilinx``, ``ecp5``, ``intel_alm``).
     fallback_note : str or None
@@ -255,7 +255,16 @@ class Synthesis:
     caveat: str | None = None
 
     def script(self, top: str) -> str:
-        return f"{self.command} -top {top}"
+        """The Yosys passes for a node whose top module is ``top``.
+
+        Every direct submodule of the top (a part: the router, a link layer, an endpoint,
+        the hub, a PHY adapter) is kept a module of its own (``keep_hierarchy``), so that
+        each part has its own counts, and everything below a part is flattened into it, as
+        Vivado's default synthesis (``-flatten_hierarchy rebuilt``) optimises across the
+        boundaries of a part's submodules (a CRC engine's output inversion, a FIFO's
+        read-side register)."""
+        return (f"hierarchy -top {top}; setattr -mod -set keep_hierarchy 1 {top}/t:* %M; "
+                f"{self.command} -top {top}")
 
 
 def synthesis_for(family: str, vendor: str) -> Synthesis:
@@ -267,7 +276,8 @@ def synthesis_for(family: str, vendor: str) -> Synthesis:
     families (Stratix 10, Arria 10, Agilex) to Cyclone V's ALM mapping, other Lattice
     families to ECP5, unknown Xilinx families to 7 series.
     """
-    # synth_xilinx keeps the hierarchy unless -flatten is given; -noiopad because the node's
+    # synth_xilinx keeps the hierarchy unless -flatten is given (the other scripts flatten
+    # unless -noflatten is); -noiopad because the node's
     # top is not the chip's top (the board top adds the pins), so I/O buffers would be
     # artefacts.
     if vendor == "xilinx":
@@ -279,19 +289,19 @@ def synthesis_for(family: str, vendor: str) -> Synthesis:
                     f"7 series' (synth_xilinx -family xc7).")
         caveat = ("Yosys marks its Virtex-5 support experimental (LUT6, SRL and RAMB36/18 "
                   "mapping as in later families)." if code == "xc5v" else None)
-        return Synthesis(family, f"synth_xilinx -family {code} -noiopad", "xilinx", note,
+        return Synthesis(family, f"synth_xilinx -family {code} -noiopad -flatten", "xilinx", note,
                          caveat)
     if vendor == "lattice":
         note = None if family == "ecp5" else (
             f"Yosys' ECP5 script estimates the Lattice family '{family}' (LUT4 fabric).")
-        return Synthesis(family, "synth_ecp5 -noflatten", "ecp5", note)
+        return Synthesis(family, "synth_ecp5", "ecp5", note)
     if vendor == "intel":
         note = None if family in _INTEL_ALM_FAMILIES else (
             f"Yosys cannot target {family} (synth_intel_alm supports only Cyclone V); "
             f"estimated with Cyclone V's ALM mapping, whose ALM (fracturable 6-input LUT, "
             f"two adder bits, four registers) is the same building block, and one board "
             f"block per M10K.")
-        return Synthesis(family, "synth_intel_alm -family cyclonev -noflatten -noiopad",
+        return Synthesis(family, "synth_intel_alm -family cyclonev -noiopad",
                          "intel_alm", note)
     raise ValueError(f"No synthesis script for vendor '{vendor}'; optnet knows xilinx, "
                      f"lattice and intel.")
@@ -797,7 +807,8 @@ def _count(cells: Mapping[str, int], counting: _Counting, block_bits: int,
             bram += n * counting.bram_blocks[cell]
         elif cell in counting.dsp:
             dsp += n * counting.dsp[cell]
-        elif cell in ip_cells or counting.free.fullmatch(cell):
+        elif cell in ip_cells or counting.free.fullmatch(cell) or cell == "$scopeinfo":
+            # ($scopeinfo: what `flatten` leaves of a flattened submodule's name, no logic)
             continue
         else:
             uncounted[cell] += n
@@ -951,8 +962,9 @@ def node_resources(plan: NodePlan, board: BoardDesc, files: Mapping[str, str] | 
     percent = {k: 100 * v / getattr(capacity, k) for k, v in total.as_dict().items()
                if getattr(capacity, k)}
     caveats = [
-        "Synthesised without flattening, so no optimisation across module boundaries: "
-        "somewhat above a flattened or vendor synthesis.",
+        "Each part (router, link layer, endpoint, hub, PHY adapter) synthesised flattened "
+        "but apart from the others: no optimisation across the parts' boundaries, which "
+        "a vendor synthesis of the whole node has.",
         f"Counting: {counting.rules}.",
     ]
     if synth.caveat:
