@@ -5,10 +5,15 @@ of ``h`` units followed by up to ``B`` flits, one unit each::
 
     header (h units) | flit 1 | ... | flit n           n = count, 0 <= n <= B
 
-The header, packed low bit first over its ``h * F`` bits:
+The header, low bit first over its ``h * F`` bits:
 
     marker | count | seq | ack | nak | restart | restart_ack | credits (one counter per VC)
-           | per-flit side bits | crc (of the previous frame) | hec
+           | per-flit side bits | crc (of the previous frame) | pad | hec
+
+With several header units, and where it costs no flit, the fields before ``hec`` are
+spread evenly over the units, each unit's share at its low end and padding above it, so
+that the top columns of every unit are zero until the sender fills in ``hec``
+(:attr:`FrameFormat.fields`; the sender then needs no multiplexer there).
 
 - ``marker`` (4 bits, ``0b1010``) starts every header, so that a padding unit (marker
   ``0b0101``, see :data:`PAD_MARKER`) is never taken for one.
@@ -96,15 +101,43 @@ class FrameFormat:
 
     @property
     def fields(self) -> tuple[tuple[str, int], ...]:
-        """``(name, bits)`` of the header's fields, low bits first, ``pad`` filling the
-        space before ``hec``, which takes the top bits."""
+        """``(name, bits)`` of the header's fields, low bits first, ``hec`` in the top bits
+        and ``pad`` (zeros) filling the rest.
+
+        With several header units, when it costs no flit, the fields before ``hec`` are
+        spread evenly over the units, each unit's share at its low end and padding above it
+        (a field that crosses from one unit to the next is then listed once per unit, as
+        are the pads): the top columns of every unit are then zero until the ``hec`` is
+        filled in, and the sender needs no multiplexer there between a header unit and a
+        flit (docs/link-frame.md)."""
         used = [("marker", 4), ("count", _clog2(self.max_flits + 1)),
                 ("seq", self.seq_bits), ("ack", self.seq_bits), ("nak", 1),
                 ("restart", 1), ("restart_ack", 1),
                 ("credits", self.credit_bits * self.vcs),
                 ("side", self.side_bits * self.max_flits), ("crc", self.crc_bits)]
-        spare = self.header_bits - sum(b for _, b in used) - self.crc_bits
-        return (*used, ("pad", spare), ("hec", self.crc_bits))
+        content = sum(b for _, b in used)
+        h, unit = self.header_units, self.unit
+        share = -(-content // h)
+        if h == 1 or share > unit - self.crc_bits:
+            return (*used, ("pad", self.header_bits - content - self.crc_bits),
+                    ("hec", self.crc_bits))
+        out: list[tuple[str, int]] = []
+        fields = iter(used)
+        name, left = next(fields)
+        for u in range(h):
+            room = min(share, content - u * share)
+            while room:
+                take = min(room, left)
+                out.append((name, take))
+                room, left = room - take, left - take
+                if not left:
+                    name, left = next(fields, ("", 0))
+            top = self.crc_bits if u == h - 1 else 0
+            filled = sum(b for _, b in out) - u * unit
+            if unit - top - filled:
+                out.append(("pad", unit - top - filled))
+        out.append(("hec", self.crc_bits))
+        return tuple(out)
 
     @property
     def header_bits(self) -> int:

@@ -37,3 +37,28 @@ def test_fields_fill_the_header_exactly():
 def test_no_room_is_an_error():
     with pytest.raises(ValueError, match="No frame of 8-bit units"):
         frame_format(8, 64, seq_bits=12, credit_bits=12, crc_bits=32)
+
+
+def test_fields_leave_the_top_columns_of_every_unit_free():
+    # BlueDBM's frame (128-bit units, CRC-16): the fields before the hec are spread over
+    # both header units, 95 bits each, so that columns 95-127 are padding in the first unit
+    # and padding or the hec (filled in last) in the second: the sender picks a flit's bit
+    # or zero there, not a header bit.
+    fmt = frame_format(128, 2, seq_bits=10, credit_bits=6, crc_bits=16)
+    assert [name for name, _ in fmt.fields] == [
+        "marker", "count", "seq", "ack", "nak", "restart", "restart_ack", "credits", "side",
+        "pad", "side", "crc", "pad", "hec"]
+    at, columns = 0, set()
+    for name, bits in fmt.fields:
+        if name not in ("pad", "hec"):
+            columns |= {i % fmt.unit for i in range(at, at + bits)}
+        at += bits
+    assert at == fmt.header_bits == 256
+    assert columns == set(range(95))
+    assert sum(bits for name, bits in fmt.fields if name == "side") == 64 * 2
+    assert fmt.fields[-1] == ("hec", 16)
+    # Where spreading would cost a flit (the hec does not fit above a unit's share), the
+    # fields stay packed: CRC-32 over the same units.
+    packed = frame_format(128, 2, seq_bits=10, credit_bits=6, crc_bits=32)
+    assert [name for name, _ in packed.fields][-3:] == ["crc", "pad", "hec"]
+    assert packed.max_flits == fmt.max_flits == 64

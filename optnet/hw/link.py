@@ -142,12 +142,20 @@ class LinkConfig:
         return -(-self.fmt.width // self.phy_width)
 
 
-def _field_slices(fmt: FrameFormat) -> dict[str, slice]:
-    out, at = {}, 0
+def _field_slices(fmt: FrameFormat) -> dict[str, list[slice]]:
+    """Where each field of the header lies: its segments, low bits first (a field spread
+    over several header units has one per unit, see :attr:`FrameFormat.fields`)."""
+    out: dict[str, list[slice]] = {}
+    at = 0
     for name, bits in fmt.fields:
-        out[name] = slice(at, at + bits)
+        out.setdefault(name, []).append(slice(at, at + bits))
         at += bits
     return out
+
+
+def _field(vector, where: list[slice]):
+    """The value of a field lying at ``where`` (:func:`_field_slices`) in ``vector``."""
+    return Cat(*(vector[s] for s in where))
 
 
 def _gf2_inverse(columns: list[int], n: int) -> list[int]:
@@ -491,7 +499,7 @@ class LinkLayer(wiring.Component):
         units = [[Const(0, 1)] * unit for _ in range(h)]
         crc_first = []   # (bit of the first header unit, bit of the check)
         for name, where in fs.items():
-            for b, at in enumerate(range(where.start, where.stop)):
+            for b, at in enumerate(at for s in where for at in range(s.start, s.stop)):
                 j, i = divmod(at, unit)
                 if name in values:
                     units[j][i] = values[name][b]
@@ -512,6 +520,22 @@ class LinkLayer(wiring.Component):
             m.d.sync += [b_valid.eq(a_valid), b_first.eq(a_valid & a_first),
                          b_unit.eq(Mux(a_data, rp.data[:unit], hdr_unit)),
                          b_last_hdr.eq(a_valid & ~a_data & (a_hidx == h - 1))]
+        # Columns that every header unit leaves zero here (padding, and the hec filled in at
+        # stage C; the frame format leaves the top columns of every unit so) take a flit's
+        # bit or zero: the flip-flops' synchronous reset rather than a LUT each.
+        zero = [i for i in range(unit)
+                if all(isinstance(units[j][i], Const) and not units[j][i].value
+                       for j in range(h))]
+        runs: list[list[int]] = []      # [first, last + 1] of each run of such columns
+        for i in zero:
+            if runs and runs[-1][1] == i:
+                runs[-1][1] = i + 1
+            else:
+                runs.append([i, i + 1])
+        with m.If(go & ~a_data):
+            m.d.sync += [b_unit[lo:hi].eq(0) for lo, hi in runs]
+        with m.Elif(go):
+            m.d.sync += [b_unit[lo:hi].eq(rp.data[lo:hi]) for lo, hi in runs]
         out_b = Signal(unit)
         m.d.comb += out_b.eq(b_unit)
         if c_bits:
@@ -579,8 +603,9 @@ class LinkLayer(wiring.Component):
         hvec = Signal(hbits)       # the header, its units shifted in
         hnext = Signal(hbits)
         m.d.comb += hnext.eq(Cat(hvec[unit:], u) if h > 1 else u)
+        field = {name: _field(hvec, where) for name, where in fs.items()}
         checking = Signal()        # the header completed last cycle: its check is ready
-        marker = u[fs["marker"]] == HEADER_MARKER
+        marker = _field(u, fs["marker"]) == HEADER_MARKER
         starts = uv & ~in_hdr & ~in_data & (marker | ~hunting)
         last = Signal()
         m.d.comb += last.eq(uv & ((starts & (h == 1)) | (in_hdr & (hidx == h - 1))))
@@ -610,7 +635,8 @@ class LinkLayer(wiring.Component):
                 m.d.sync += in_hdr.eq(0)
         m.d.sync += checking.eq(last)
         with m.If(last):
-            m.d.sync += [in_data.eq(hnext[fs["count"]] != 0), dleft.eq(hnext[fs["count"]])]
+            count = _field(hnext, fs["count"])
+            m.d.sync += [in_data.eq(count != 0), dleft.eq(count)]
         with m.If(uv & in_data):
             m.d.sync += dleft.eq(dleft - 1)
             with m.If(dleft == 1):
@@ -640,11 +666,11 @@ class LinkLayer(wiring.Component):
         # end's headers come without `restart`.
         joined, rack = Signal(), Signal()
         far_restart, restart_first, join_now, take = Signal(), Signal(), Signal(), Signal()
-        m.d.comb += [far_restart.eq(hdr_ok & hvec[fs["restart"]]),
+        m.d.comb += [far_restart.eq(hdr_ok & field["restart"]),
                      restart_first.eq(far_restart & ~rack),
-                     join_now.eq(hdr_ok & hvec[fs["restart_ack"]] & ~joined),
+                     join_now.eq(hdr_ok & field["restart_ack"] & ~joined),
                      # an ordinary header: its acknowledgement, credits and check count
-                     take.eq(hdr_ok & joined & ~hvec[fs["restart"]])]
+                     take.eq(hdr_ok & joined & ~field["restart"])]
         with m.If(join_now):
             m.d.sync += joined.eq(1)
         with m.If(far_restart):
@@ -655,13 +681,13 @@ class LinkLayer(wiring.Component):
         m.d.comb += seq_dist.eq(prev_seq - expect)
         frame_fine = Signal()
         if c_bits:
-            m.d.comb += frame_fine.eq((hvec[fs["crc"]] == engine.output(crc_calc))
+            m.d.comb += frame_fine.eq((field["crc"] == engine.output(crc_calc))
                                    & (seq_dist == 0))
         else:
             m.d.comb += frame_fine.eq(seq_dist == 0)
         with m.If(ok):
-            m.d.sync += [synced.eq(1), hunting.eq(0), prev_count.eq(hvec[fs["count"]]),
-                         prev_seq.eq(hvec[fs["seq"]])]
+            m.d.sync += [synced.eq(1), hunting.eq(0), prev_count.eq(field["count"]),
+                         prev_seq.eq(field["seq"])]
             with m.If(synced & (prev_count != 0)):
                 with m.If(take & frame_fine):
                     m.d.comb += commit.eq(1)
@@ -729,7 +755,7 @@ class LinkLayer(wiring.Component):
         c_wp = Signal(clog2(cdepth) + 1)
         c_rp = Signal(clog2(cdepth) + 1)
         m.d.comb += [cw.addr.eq(c_wp[:-1]), cw.en.eq(commit), cr.addr.eq(c_rp[:-1]),
-                     cw.data.eq(Cat(prev_count, Cat() if wide else hvec[fs["side"]]))]
+                     cw.data.eq(Cat(prev_count, Cat() if wide else field["side"]))]
         with m.If(commit):
             m.d.sync += c_wp.eq(c_wp + 1)
         fetched = Signal()    # the read port has just read a frame's entry
@@ -748,7 +774,7 @@ class LinkLayer(wiring.Component):
             for k in range(B):
                 sides_w = sides.write_port()
                 m.d.comb += [sides_w.addr.eq(Cat(Const(k, len(place)), c_wp[:-1])),
-                             sides_w.data.eq(hvec[fs["side"]][k * sb:(k + 1) * sb]),
+                             sides_w.data.eq(field["side"][k * sb:(k + 1) * sb]),
                              sides_w.en.eq(commit)]
             sides_r = sides.read_port(domain="sync")
             m.d.comb += [sides_r.addr.eq(Cat(place, frame)), sides_r.en.eq(active),
@@ -832,7 +858,7 @@ class LinkLayer(wiring.Component):
             remote = Signal(C, name=f"remote_cnt{v}")
             paid = Signal(C, name=f"paid{v}")
             kept = Signal(C, name=f"kept{v}")
-            count = hvec[fs["credits"]][v * C:(v + 1) * C]
+            count = field["credits"][v * C:(v + 1) * C]
             pulse = self.cred_remote[v]
             dc = drop_credit[v]
             # (from the count of the header before: a cycle later, but no multiplexer)
@@ -863,7 +889,7 @@ class LinkLayer(wiring.Component):
                     m.d.sync += searched.eq(0)
                 with m.Else():
                     m.d.sync += searched.eq(searched + 1)
-        return {"take": take, "ack": hvec[fs["ack"]], "nak": hvec[fs["nak"]],
+        return {"take": take, "ack": field["ack"], "nak": field["nak"],
                 "expect": expect, "nak_due": nak_due, "sent_nak": tx_sent_nak,
                 "joined": joined, "hold": rack, "restart_first": restart_first,
                 "closing": closing, "delivered": delivered, "room": room, "synced": synced,
