@@ -4,12 +4,15 @@ rate is what the model's credit rule says."""
 
 from __future__ import annotations
 
+import random
 from fractions import Fraction
 
 import pytest
+from amaranth.hdl import Module
+from amaranth.lib import fifo
 from amaranth.sim import Simulator
 
-from optnet.hw.endpoint import Endpoint, EndpointConfig
+from optnet.hw.endpoint import _LFSR_TAPS, Endpoint, EndpointConfig, _RamFIFO
 from optnet.hw.flit import KIND_CREDIT, FlitFormat
 from optnet.model import ENDPOINT_CREDIT_CYCLES, CreditCheck
 
@@ -134,3 +137,52 @@ def test_credit_rule_matches_the_rtl(init_budget, credit, offset, delay):
     span = starts[-1] - starts[-1 - burst]
     assert Fraction(burst * flits, span) == check.share
     assert check.sufficient == (span == burst * flits)
+
+
+# ------------------------------------------------------------- the endpoints' block RAM FIFO
+
+@pytest.mark.parametrize("k", sorted(k for k in _LFSR_TAPS if k <= 16))
+def test_lfsr_taps_are_maximal(k):
+    """Each LFSR of _RamFIFO visits every non-zero state before it repeats."""
+    state, steps = 1, 0
+    while True:
+        feedback = 0
+        for tap in _LFSR_TAPS[k]:
+            feedback ^= state >> tap - 1 & 1
+        state = (state << 1 | feedback) & (1 << k) - 1
+        steps += 1
+        if state == 1:
+            break
+    assert steps == (1 << k) - 1
+
+
+@pytest.mark.parametrize("bypass", [False, True])
+@pytest.mark.parametrize("depth", [1, 2, 3, 4, 5, 8, 17, 32])
+def test_ram_fifo_is_amaranths_fifo_cycle_for_cycle(depth, bypass):
+    """_RamFIFO behaves at its ports as SyncFIFOBuffered (or with ``bypass`` as SyncFIFO) of
+    the same depth, under random writes and reads, full and empty."""
+    m = Module()
+    m.submodules.dut = dut = _RamFIFO(8, depth, bypass=bypass)
+    m.submodules.ref = ref = (fifo.SyncFIFO if bypass else fifo.SyncFIFOBuffered)(
+        width=8, depth=depth)
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    rng = random.Random(depth)
+
+    async def bench(ctx):
+        for t in range(3000):
+            # phases that fill the FIFO and phases that drain it
+            bias = 0.8 if t // 200 % 2 else 0.2
+            w_en, r_en, value = rng.random() < bias, rng.random() > bias, rng.randrange(256)
+            for f in (dut, ref):
+                ctx.set(f.w_en, w_en)
+                ctx.set(f.w_data, value)
+                ctx.set(f.r_en, r_en)
+            assert ctx.get(dut.w_rdy) == ctx.get(ref.w_rdy), t
+            assert ctx.get(dut.r_rdy) == ctx.get(ref.r_rdy), t
+            if ctx.get(ref.r_rdy):
+                assert ctx.get(dut.r_data) == ctx.get(ref.r_data), t
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()

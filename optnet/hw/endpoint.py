@@ -66,7 +66,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.alloc import RoundRobin
@@ -74,6 +74,135 @@ from optnet.hw.flit import KIND_CREDIT, KIND_DATA, FlitFormat
 from optnet.model import MIN_TAG_BITS
 
 __all__ = ["Control", "Endpoint", "EndpointConfig", "LocalHub", "axis_rx_layout", "axis_tx_layout"]
+
+
+#: Tap positions (1 = least significant bit) of a maximal-length Fibonacci LFSR of each
+#: width (Xilinx XAPP052): from any non-zero state it visits all ``2 ** k - 1`` of them.
+_LFSR_TAPS = {2: (2, 1), 3: (3, 2), 4: (4, 3), 5: (5, 3), 6: (6, 5), 7: (7, 6), 8: (8, 6, 5, 4),
+              9: (9, 5), 10: (10, 7), 11: (11, 9), 12: (12, 6, 4, 1), 13: (13, 4, 3, 1),
+              14: (14, 5, 3, 1), 15: (15, 14), 16: (16, 15, 13, 4), 17: (17, 14), 18: (18, 11),
+              19: (19, 6, 2, 1), 20: (20, 17), 21: (21, 19), 22: (22, 21), 23: (23, 18),
+              24: (24, 23, 22, 17), 25: (25, 22), 26: (26, 6, 2, 1), 27: (27, 5, 2, 1),
+              28: (28, 25), 29: (29, 27), 30: (30, 6, 4, 1), 31: (31, 28), 32: (32, 22, 2, 1)}
+
+#: Bits of a block RAM (a Xilinx RAMB36: 36 Kib in aspects from 512 x 72 to 32K x 1).
+_BLOCK_BITS = 36 * 1024
+
+
+class _RamFIFO(wiring.Component):
+    """A synchronous first-word-fall-through FIFO of ``depth`` entries, ``depth - 1`` of them
+    in block RAM and one in an output register.
+
+    Seen from its ports it is, cycle for cycle, an :class:`~amaranth.lib.fifo.SyncFIFOBuffered`
+    of the same depth (``bypass`` False: an entry written in one cycle is readable two
+    cycles later) or a :class:`~amaranth.lib.fifo.SyncFIFO` (``bypass`` True: one cycle
+    later, through a register beside the RAM that takes an entry written while the FIFO is
+    empty), but smaller: the RAM's addresses step as maximal-length LFSRs, one LUT each
+    rather than an incrementer and a wrap-around comparator per address bit, and the RAM is
+    cut into lanes that each fill a block RAM's full depth, so that no multiplexer follows
+    banks of shallower ones (at 16K entries: 2-bit lanes, one RAMB36 each).
+
+    Members
+    -------
+    w_data : In(width)
+    w_en : In(1)
+    w_rdy : Out(1)
+    r_data : Out(width)
+        Valid while ``r_rdy``.
+    r_en : In(1)
+    r_rdy : Out(1)
+    """
+
+    def __init__(self, width: int, depth: int, *, bypass: bool = False):
+        self.width, self.depth, self.bypass = width, depth, bypass
+        super().__init__({"w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+                          "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        inner = self.depth - 1              # entries in the RAM
+        room = Signal()                     # the output register is free by the next cycle
+        write = Signal()
+        m.d.comb += [room.eq(~self.r_rdy | self.r_en), write.eq(self.w_en & self.w_rdy)]
+        if inner == 0:
+            # A register alone, written only when it is empty.
+            m.d.comb += self.w_rdy.eq(~self.r_rdy)
+            with m.If(write):
+                m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(1)]
+            with m.Elif(self.r_en):
+                m.d.sync += self.r_rdy.eq(0)
+            return m
+
+        # An LFSR never visits 0, so k address bits give 2 ** k - 1 usable entries.
+        k = max(2, inner.bit_length())
+        produce = Signal(k, init=1)
+        consume = Signal(k, init=1)
+
+        def step(lfsr):
+            feedback = 0
+            for tap in _LFSR_TAPS[k]:
+                feedback ^= lfsr[tap - 1]
+            return Cat(feedback, lfsr[:-1])
+
+        empty, full = Signal(), Signal()    # of the RAM
+        direct = Signal()                   # an entry goes straight to the output register
+        read = Signal()                     # the RAM's oldest entry goes to it
+        stow = Signal()                     # an entry goes into the RAM
+        if self.bypass:
+            # Entries only wait in the RAM behind a full output register, so a full RAM
+            # means that all `depth` entries are taken.
+            m.d.comb += direct.eq(write & empty & room)
+        m.d.comb += [self.w_rdy.eq(~full), read.eq(~empty & room), stow.eq(write & ~direct)]
+        if inner == (1 << k) - 1:
+            # The LFSRs' whole cycle: equal addresses mean empty or full, told apart by
+            # whether the last change of the count was up.
+            rising = Signal()
+            with m.If(stow & ~read):
+                m.d.sync += rising.eq(1)
+            with m.Elif(read & ~stow):
+                m.d.sync += rising.eq(0)
+            same = produce == consume
+            m.d.comb += [empty.eq(same & ~rising), full.eq(same & rising)]
+        else:
+            level = Signal(range(inner + 1))
+            with m.If(stow & ~read):
+                m.d.sync += level.eq(level + 1)
+            with m.Elif(read & ~stow):
+                m.d.sync += level.eq(level - 1)
+            m.d.comb += [empty.eq(level == 0), full.eq(level == inner)]
+        lane = min(self.width, max(1, _BLOCK_BITS >> k))
+        stored = []
+        for i, lo in enumerate(range(0, self.width, lane)):
+            bits = self.w_data[lo:lo + lane]
+            ram = memory.Memory(shape=len(bits), depth=1 << k, init=[],
+                                attrs={"ram_style": "block"})
+            # Each RAM in a module of its own, where it is called `storage` as in
+            # amaranth.lib.fifo, so that optnet.hw.verilog drops its zero initial contents.
+            m.submodules[f"lane{i}"] = holder = Module()
+            holder.submodules.storage = ram
+            w_port, r_port = ram.write_port(), ram.read_port()
+            m.d.comb += [w_port.addr.eq(produce), w_port.data.eq(bits), w_port.en.eq(stow),
+                         r_port.addr.eq(consume), r_port.en.eq(read)]
+            stored.append(r_port.data)
+        if self.bypass:
+            early = Signal(self.width)      # an entry that bypassed the RAM
+            from_ram = Signal()
+            with m.If(direct):
+                m.d.sync += [early.eq(self.w_data), from_ram.eq(0)]
+            with m.Elif(read):
+                m.d.sync += from_ram.eq(1)
+            m.d.comb += self.r_data.eq(Mux(from_ram, Cat(stored), early))
+        else:
+            m.d.comb += self.r_data.eq(Cat(stored))
+        with m.If(stow):
+            m.d.sync += produce.eq(step(produce))
+        with m.If(read):
+            m.d.sync += consume.eq(step(consume))
+        with m.If(direct | read):
+            m.d.sync += self.r_rdy.eq(1)
+        with m.Elif(self.r_en):
+            m.d.sync += self.r_rdy.eq(0)
+        return m
 
 
 @dataclass(frozen=True)
@@ -143,9 +272,10 @@ class EndpointConfig:
     @property
     def beats(self) -> int:
         """Receive buffer depth in beats: the packets it must hold, rounded up to a power of
-        two when that costs at most an eighth more. Synthesis maps a power-of-two depth onto
-        whole block RAMs without an output multiplexer per bank (Yosys, xc7: 15,360 beats of
-        136 bits take 1,145 LUTs and 56.5 RAMB36, 16,384 beats 572 LUTs and 60 RAMB36)."""
+        two when that costs at most an eighth more. The buffer's RAM is a power of two deep
+        in any case (:class:`_RamFIFO`), and at a power of two its FIFO needs no level
+        counter (Yosys, xc7: 15,360 beats of 136 bits take 32 LUTs of control and 68 RAMB36,
+        16,384 beats 17 LUTs and 68 RAMB36)."""
         need = (self.max_packet - 1) * (self.buffer if self.managed else 2)
         power = 1 << (need - 1).bit_length()
         return power if 8 * power <= 9 * need else need
@@ -270,8 +400,7 @@ class Endpoint(wiring.Component):
         # Each entry: a beat for m_axis and whether its packet is a broadcast (broadcasts
         # spend no budget, so taking one earns its source no credit).
         beat_bits = axis_rx_layout(cfg).size
-        m.submodules.rx_buf = rx_buf = fifo.SyncFIFOBuffered(
-            width=beat_bits + 1, depth=cfg.beats)
+        m.submodules.rx_buf = rx_buf = _RamFIFO(beat_bits + 1, cfg.beats)
         rx = self.net_rx
         rx_hdr = data.View(f.header, rx.payload.data[:f.header_bits])
         is_ctrl, is_ack, is_fresh = rx_hdr.arg[A - 1], rx_hdr.arg[A - 2], rx_hdr.arg[A - 3]
@@ -319,14 +448,13 @@ class Endpoint(wiring.Component):
                 m.d.sync += in_packet.eq(0)
                 m.d.comb += drop.eq(1)
         with m.Elif(in_packet):
-            m.d.comb += [
-                rx.ready.eq(rx_buf.w_rdy),
-                rx_buf.w_en.eq(rx.valid),
-                rx_buf.w_data.eq(Cat(rx.payload.data[:cfg.width],
-                                     rx.payload.tail, src, bcast)),
-            ]
+            m.d.comb += [rx.ready.eq(rx_buf.w_rdy), rx_buf.w_en.eq(rx.valid)]
             with m.If(rx.valid & rx_buf.w_rdy & rx.payload.tail):
                 m.d.sync += in_packet.eq(0)
+        # Driven outside the `If`s: written only under `w_en`, so a gate per bit zeroing it
+        # elsewhere would be wasted.
+        m.d.comb += rx_buf.w_data.eq(Cat(rx.payload.data[:cfg.width], rx.payload.tail, src,
+                                         bcast))
         beat = data.View(axis_rx_layout(cfg), rx_buf.r_data[:beat_bits])
 
         user = self.s_axis.payload
@@ -474,10 +602,13 @@ class Endpoint(wiring.Component):
 
         # Never full in steady state, so taking packets never waits for the network: a
         # source can have at most (init_budget * credit + offset) / credit + 1 grants owed
-        # to it. After rst the sweep puts one SYNC per peer into the empty FIFO.
+        # to it. After rst the sweep puts one SYNC per peer into the empty FIFO. Rounded up
+        # to a power of two, which a block RAM holds as cheaply and _RamFIFO counts without
+        # a level counter.
         owed = cfg.init_budget + 2
-        m.submodules.grants = grants = fifo.SyncFIFO(
-            width=self._entry_layout().size, depth=nodes * owed)
+        m.submodules.grants = grants = _RamFIFO(self._entry_layout().size,
+                                                1 << (nodes * owed - 1).bit_length(),
+                                                bypass=True)
         push = data.View(self._entry_layout(), grants.w_data)
 
         # -- user side: count what the user takes, queue grants ------------------------
@@ -525,23 +656,33 @@ class Endpoint(wiring.Component):
         acked = Signal()                # the ACK to our latest SYNC to its source
         m.d.comb += [r_w.addr.eq(rx_hdr.src), r_w.data.eq(now),
                      acked.eq(ack_in & now.wait & (rx_tag == now.tag))]
+        # `granted` through one adder (the conditions exclude one another): zero in the
+        # sweep; on a SYNC, new sessions both ways: what we have spent, so the budget is
+        # init_budget * credit again (a packet we start towards the source in this very
+        # cycle precedes our ACK, so the source drops it: it spends nothing); on the ACK,
+        # that less what the peer still holds (plus the complement, in B bits, and a carry);
+        # on a grant, plus its amount; otherwise unchanged.
+        rebase = Signal()
+        addend = Signal(B)
+        m.d.comb += [rebase.eq(sync_in | acked),
+                     r_w.data.granted.eq(Mux(sweep, 0, Mux(rebase, s_rx.data, now.granted))
+                                         + addend
+                                         + (acked | (sync_in & start_counted
+                                                     & (user.tdest == rx_hdr.src))))]
+        with m.If(acked):
+            m.d.comb += addend.eq(rx_held ^ (1 << B) - 1)
+        with m.Elif(grant_in):
+            m.d.comb += addend.eq(rx_hdr.arg)
         with m.If(sweep):
-            m.d.comb += [r_w.addr.eq(addr), r_w.en.eq(1), r_w.data.granted.eq(0),
-                         r_w.data.inn.eq(0), r_w.data.wait.eq(is_peer),
-                         r_w.data.tag.eq(sweep_tag)]
+            m.d.comb += [r_w.addr.eq(addr), r_w.en.eq(1), r_w.data.inn.eq(0),
+                         r_w.data.wait.eq(is_peer), r_w.data.tag.eq(sweep_tag)]
         with m.Elif(sync_in):
-            # New sessions both ways. A packet we start towards the source in this very
-            # cycle precedes our ACK, so the source drops it: it spends nothing.
             m.d.comb += [r_w.en.eq(1),
-                         r_w.data.granted.eq(s_rx.data + (start_counted
-                                                          & (user.tdest == rx_hdr.src))),
                          r_w.data.tag.eq(Mux(src_waiting & is_fresh, tag + 1, now.tag))]
         with m.Elif(acked):
-            # The budget restarts at init_budget * credit less what the peer still holds.
-            m.d.comb += [r_w.en.eq(1), r_w.data.wait.eq(0),
-                         r_w.data.granted.eq(s_rx.data - rx_held)]
+            m.d.comb += [r_w.en.eq(1), r_w.data.wait.eq(0)]
         with m.Elif(grant_in & ~now.wait):
-            m.d.comb += [r_w.en.eq(1), r_w.data.granted.eq(now.granted + rx_hdr.arg)]
+            m.d.comb += r_w.en.eq(1)
         with m.Elif(data_in):
             m.d.comb += [r_w.en.eq(1), r_w.data.inn.eq(now.inn + 1)]
 
