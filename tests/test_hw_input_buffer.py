@@ -1,5 +1,6 @@
 """The router's input buffer against a model of one queue per VC: random writes, pops and
-reads; the fronts and the synchronously read data must match the model."""
+reads; the fronts, the synchronously read data and the local output's copy must match the
+model."""
 
 from __future__ import annotations
 
@@ -18,19 +19,25 @@ FMT = FlitFormat(width=16, vcs=3, id_bits=2)
 CTRL = data.StructLayout({"head": 1, "tail": 1, "tag": 6})
 
 
-@pytest.mark.parametrize("depth", [1, 3, 4])
-def test_input_buffer_matches_queues(depth):
+@pytest.mark.parametrize(("depth", "local"), [(1, False), (3, False), (4, False),
+                                              (1, True), (3, True), (4, True)])
+def test_input_buffer_matches_queues(depth, local):
     vcs = FMT.vcs
-    dut = InputBuffer(FMT.flit, CTRL, vcs, depth)
+    dut = InputBuffer(FMT.flit, CTRL, vcs, depth, local=local)
     rng = random.Random(depth)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    checked = {"fronts": 0, "reads": 0}
+    checked = {"fronts": 0, "reads": 0, "local": 0}
 
     async def bench(ctx):
         queues = [deque() for _ in range(vcs)]
         expect_data = None   # (data, head, tail) the last read must show this cycle
+        expect_local = (0, 0, 0)   # the local copy: the flit read for it, held, or zero
         for _ in range(3000):
+            if local:
+                got = ctx.get(dut.local_data)
+                assert (got.data, got.head, got.tail) == expect_local
+                checked["local"] += expect_local != (0, 0, 0)
             # the fronts and the data read last cycle
             for v in range(vcs):
                 assert ctx.get(dut.valid[v]) == bool(queues[v])
@@ -50,34 +57,41 @@ def test_input_buffer_matches_queues(depth):
                 v = rng.choice(full)
                 word, head, tail, _ = queues[v][0]
                 if rng.random() < 0.7:
-                    read = 1 << v
+                    read = 1
+                    ctx.set(dut.read_vc, v)
                     expect_data = (word, head, tail)
                 if rng.random() < 0.6:
                     pop = 1 << v
             room = [v for v in range(vcs)
                     if len(queues[v]) - (pop >> v & 1) < depth]
-            write = 0
+            write = None
             if room and rng.random() < 0.55:
                 v = rng.choice(room)
                 entry = (rng.getrandbits(16), rng.getrandbits(1), rng.getrandbits(1),
                          rng.getrandbits(6))
-                write = 1 << v
+                write = v
                 ctx.set(dut.w_flit, {"data": entry[0], "head": entry[1], "tail": entry[2],
-                                     "vc": rng.getrandbits(2)})
+                                     "vc": v})
                 ctx.set(dut.w_ctrl, {"head": entry[1], "tail": entry[2], "tag": entry[3]})
             ctx.set(dut.read, read)
             ctx.set(dut.pop, pop)
-            ctx.set(dut.w_en, write)
+            ctx.set(dut.w_en, write is not None)
+            if local:
+                to_local, hold = read and rng.random() < 0.5, rng.random() < 0.5
+                ctx.set(dut.local_read, to_local)
+                ctx.set(dut.local_hold, hold)
+                expect_local = expect_data if to_local else expect_local if hold else (0, 0, 0)
             await ctx.tick()
             for v in range(vcs):
                 if pop >> v & 1:
                     queues[v].popleft()
-            if write:
-                queues[write.bit_length() - 1].append(entry)
+            if write is not None:
+                queues[write].append(entry)
 
     sim.add_testbench(bench)
     sim.run()
     assert checked["fronts"] > 2000 and checked["reads"] > 500
+    assert checked["local"] > 300 or not local
 
 
 @pytest.mark.parametrize("block", [False, True])

@@ -269,8 +269,10 @@ def _restart_run(traffic: bool, seed: int, side_ram: bool, at: int = 1500, cycle
     return out
 
 
+# (slow: the fast tier's reset test is the streaming neighbour's below)
 @pytest.mark.parametrize(("traffic", "seed", "side_ram"), [
-    (True, 1, True), pytest.param(False, 2, False, marks=pytest.mark.slow),
+    pytest.param(True, 1, True, marks=pytest.mark.slow),
+    pytest.param(False, 2, False, marks=pytest.mark.slow),
     pytest.param(True, 3, False, marks=pytest.mark.slow),
     pytest.param(True, 4, True, marks=pytest.mark.slow)])
 def test_a_restarted_end_rejoins(traffic, seed, side_ram):

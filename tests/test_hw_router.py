@@ -17,25 +17,25 @@ PORTS = 4
 DEPTH = 4
 
 
-def _table(seed: int) -> tuple[tuple[int, ...], tuple[int, ...], dict]:
+def _table(seed: int, ports: int = PORTS) -> tuple[tuple[int, ...], tuple[int, ...], dict]:
     """A random table: unicast dst -> (port, vc); group -> (mask, vcs). Ids 6 and 7 are
     unroutable (entry not valid)."""
     rng = random.Random(seed)
-    pb, vb = 2, 1
+    pb, vb = (ports - 1).bit_length(), 1
     uni, ref = [], {}
     for d in range(8):
         if d >= 6:
             uni.append(0)
             continue
-        port, vc = rng.randrange(PORTS), rng.randrange(2)
+        port, vc = rng.randrange(ports), rng.randrange(2)
         uni.append(1 << (pb + vb) | vc << pb | port)
         ref[d] = {port: vc}
     multi, mref = [], {}
     for g in range(8):
-        mask = rng.randrange(1, 1 << PORTS)
-        vcs = [rng.randrange(2) for _ in range(PORTS)]
-        multi.append(sum(v << q for q, v in enumerate(vcs)) << PORTS | mask)
-        mref[g] = {q: vcs[q] for q in range(PORTS) if mask >> q & 1}
+        mask = rng.randrange(1, 1 << ports)
+        vcs = [rng.randrange(2) for _ in range(ports)]
+        multi.append(sum(v << q for q, v in enumerate(vcs)) << ports | mask)
+        mref[g] = {q: vcs[q] for q in range(ports) if mask >> q & 1}
     return tuple(uni), tuple(multi), {"uni": ref, "multi": mref}
 
 
@@ -53,17 +53,17 @@ def _packets(rng, count, src_port):
 
 
 def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20000,
-               block_tables=False, multicast=True):
-    uni, multi, ref = _table(seed)
+               block_tables=False, multicast=True, block_buffers=False, ports=PORTS):
+    uni, multi, ref = _table(seed, ports)
     if not multicast:
         # (an empty multicast table: every broadcast packet is dropped)
         multi, ref["multi"] = (), {}
-    config = RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, multi, allocator=allocator,
-                          block_tables=block_tables, node_id=5)
+    config = RouterConfig(FMT, ports, DEPTH, (DEPTH,) * ports, uni, multi, allocator=allocator,
+                          block_tables=block_tables, node_id=5, block_buffers=block_buffers)
     dut = Router(config)
     rng = random.Random(seed)
     # Some packets' entries name the link they arrive on: the router drops that branch.
-    traffic = {p: _packets(rng, count, p) for p in range(PORTS)}
+    traffic = {p: _packets(rng, count, p) for p in range(ports)}
     received = defaultdict(list)   # (port, vc) -> flits (data, head, tail)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -73,12 +73,12 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
     async def bench(ctx):
         queues = {p: deque((vc, w, i == len(words) - 1, i == 0)
                            for vc, _, _, words in traffic[p] for i, w in enumerate(words))
-                  for p in range(PORTS)}
-        credits = {(p, v): DEPTH for p in range(PORTS) for v in range(2)}
+                  for p in range(ports)}
+        credits = {(p, v): DEPTH for p in range(ports) for v in range(2)}
         # credits the harness (as downstream) owes back: (due cycle, port, vc)
         owed = deque()
         for cycle in range(cycles):
-            for p in range(PORTS):
+            for p in range(ports):
                 inp = dut.inp[p]
                 sent = False
                 if queues[p] and rng.random() < 0.8:
@@ -94,7 +94,7 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
                     ctx.set(inp.valid, 0)
                 ctx.set(dut.out[p].ready, rng.random() < ready_p)
             returned = 0
-            cred_in = [0] * PORTS
+            cred_in = [0] * ports
             while owed and owed[0][0] <= cycle:
                 _, q, v = owed.popleft()
                 if cred_in[q] >> v & 1:
@@ -102,9 +102,9 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
                     break
                 cred_in[q] |= 1 << v
                 returned += 1
-            for q in range(PORTS):
+            for q in range(ports):
                 ctx.set(dut.cred_in[q], cred_in[q])
-            for q in range(PORTS):
+            for q in range(ports):
                 out = dut.out[q]
                 if ctx.get(out.valid) and ctx.get(out.ready):
                     flit = ctx.get(out.payload)
@@ -117,7 +117,7 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
                         credits[q, v] += 1
             await ctx.tick()
             if not any(queues.values()) and not owed and cycle % 50 == 0:
-                idle = all(not ctx.get(dut.out[q].valid) for q in range(PORTS))
+                idle = all(not ctx.get(dut.out[q].valid) for q in range(ports))
                 if idle and all(credits[k] == DEPTH for k in credits):
                     break
         result["dropped"] = ctx.get(dut.dropped)
@@ -150,17 +150,24 @@ def _packets_of(flits):
     return packets
 
 
-@pytest.mark.parametrize(("allocator", "seed", "block_tables", "multicast"), [
-    ("round_robin", 1, False, True),
-    pytest.param("round_robin", 2, False, True, marks=pytest.mark.slow),
-    ("islip", 1, False, True), pytest.param("islip", 2, False, True, marks=pytest.mark.slow),
-    pytest.param("round_robin", 3, True, True, marks=pytest.mark.slow),
-    ("islip", 4, True, True), ("round_robin", 5, True, False),
-    pytest.param("islip", 6, False, False, marks=pytest.mark.slow)])
-def test_router_matches_reference(allocator, seed, block_tables, multicast):
+@pytest.mark.parametrize(("allocator", "seed", "block_tables", "multicast", "block_buffers"), [
+    ("round_robin", 1, False, True, False),
+    pytest.param("round_robin", 2, False, True, False, marks=pytest.mark.slow),
+    ("islip", 1, False, True, False),
+    pytest.param("islip", 2, False, True, False, marks=pytest.mark.slow),
+    pytest.param("round_robin", 3, True, True, False, marks=pytest.mark.slow),
+    ("islip", 4, True, True, False), ("round_robin", 5, True, False, False),
+    pytest.param("islip", 6, False, False, False, marks=pytest.mark.slow),
+    # block buffers and five ports: the local output ORs every input's zeroed copy of its
+    # flit (with four, it multiplexes them)
+    ("round_robin", 7, False, True, True), ("round_robin", 8, False, False, True),
+    pytest.param("islip", 9, True, True, True, marks=pytest.mark.slow)])
+def test_router_matches_reference(allocator, seed, block_tables, multicast, block_buffers):
     # (without a multicast table, the router has no multicast logic: broadcasts drop)
+    ports = 5 if block_buffers else PORTS
     traffic, ref, received, result = run_router(allocator, seed, block_tables=block_tables,
-                                                multicast=multicast)
+                                                multicast=multicast,
+                                                block_buffers=block_buffers, ports=ports)
     # Reference: each packet goes to exactly the (port, vc) pairs of its table entry, whole,
     # and packets from one input VC to one output VC keep their order.
     expected = defaultdict(list)
@@ -177,7 +184,7 @@ def test_router_matches_reference(allocator, seed, block_tables, multicast):
         want = [words for _, _, words in expected[key]]
         assert sorted(got.get(key, [])) == sorted(want), f"output {key}"
         # order per (input port, input vc) flow
-        for p in range(PORTS):
+        for p in range(ports):
             for v in range(2):
                 flow = [w for (pp, vv, w) in expected[key] if (pp, vv) == (p, v)]
                 seen = [w for w in got.get(key, []) if w in set(flow)]

@@ -76,19 +76,23 @@ class RoundRobin(wiring.Component):
         if n > _FLAT:
             m.d.comb += self.grant.eq(_arbitrate(m, requests, [n], self.advance, "last"))
             return m
-        # Few requesters: ``last`` is one-hot; the requesters after it go first, in circular
-        # order. Plain AND-OR terms per requester map onto fewer LUTs than the vector form
-        # of :func:`_flat` (a 5-port router is 81 xc7 LUTs smaller), and there are few.
-        last = Signal(n, init=1 << (n - 1))
+        # Few requesters: ``last`` says which one was granted last; the requesters after it
+        # go first, in circular order. Plain AND-OR terms per requester map onto fewer LUTs
+        # than the vector form of :func:`_flat` (a 5-port router is 81 xc7 LUTs smaller),
+        # and there are few. Up to four requesters, ``last`` is a number, so that a grant
+        # depends on six bits (one LUT); beyond, one-hot, which decodes for free.
+        binary = n <= 4
+        last = Signal(range(n) if binary else n, init=n - 1 if binary else 1 << (n - 1))
         for i in range(n):
             wins = []
             for k in range(n):
                 ahead = [j for j in range(n) if (j - k - 1) % n < (i - k - 1) % n]
-                wins.append(last[k] & ~Cat(requests[j] for j in ahead).any()
-                            if ahead else last[k])
+                was = last == k if binary else last[k]
+                wins.append(was & ~Cat(requests[j] for j in ahead).any() if ahead else was)
             m.d.comb += self.grant[i].eq(requests[i] & Cat(wins).any())
         with m.If(self.advance & self.grant.any()):
-            m.d.sync += last.eq(self.grant)
+            m.d.sync += last.eq(Cat(Cat(self.grant[i] for i in range(n) if i >> b & 1).any()
+                                    for b in range(len(last))) if binary else self.grant)
         return m
 
 

@@ -70,6 +70,7 @@ matches contents in; the words beyond the tables are zero (no route).
 
 from __future__ import annotations
 
+import itertools
 import operator
 from dataclasses import dataclass
 
@@ -119,7 +120,10 @@ class RouterConfig:
         Flit storage of the input buffers in block RAM rather than wherever synthesis puts
         it (LUT RAM when shallow). Same behaviour and timing (the read is synchronous
         either way). On Xilinx 7-series at 128-bit flits and 32 words per input it trades
-        88 LUTs of LUT RAM per input for two RAMB36, about a sixth of the router's LUTs.
+        88 LUTs of LUT RAM per input for two RAMB36, about a sixth of the router's LUTs;
+        with more than four ports, two more per input hold a copy for the local output
+        (:class:`InputBuffer`'s ``local``), which then ORs its inputs instead of
+        multiplexing them (a LUT per bit less).
     node_id : int
         With ``block_tables``, the id :attr:`Router.node_id` gives (the last word of
         ``table0``); unused otherwise.
@@ -226,7 +230,7 @@ class Router(wiring.Component):
         several = _several if config.multicasts else (lambda mask: Const(0, 1))
         return InputBuffer(config.fmt.flit, _control_layout(config), config.fmt.vcs,
                            config.depth, derived={"multi": lambda c: several(c.route.mask)},
-                           block=config.block_buffers)
+                           block=config.block_buffers, local=_ored_local(config))
 
     @staticmethod
     def signature_of(config: RouterConfig) -> wiring.Signature:
@@ -254,10 +258,12 @@ class Router(wiring.Component):
 
         # -- output side: owner flag and credits per output VC; the traversal stage -------
         busy = [Signal(V, name=f"busy{q}") for q in range(P)]
-        credit = [[Signal(range(cfg.credits[q] + 1), name=f"cr{q}_{w}",
-                          init=0 if q in cfg.granted else cfg.credits[q])
+        # Credits less one: no credit is -1, the sign bit, where a test for zero would cost a
+        # LUT per counter.
+        credit = [[Signal(range(-1, cfg.credits[q]), name=f"cr{q}_{w}",
+                          init=-1 if q in cfg.granted else cfg.credits[q] - 1)
                    for w in range(V)] for q in range(P)]
-        has_credit = [_named(m, Cat(c != 0 for c in credit[q]), f"has_credit{q}")
+        has_credit = [_named(m, Cat(~c[-1] for c in credit[q]), f"has_credit{q}")
                       for q in range(P)]
         # stage[q]: one-hot input whose read flit goes to output q next (and its VC).
         stage = [Signal(P, name=f"stage{q}") for q in range(P)]
@@ -301,23 +307,28 @@ class Router(wiring.Component):
                 m.submodules[f"buf{p}"] = buf = self.input_buffer(cfg)
             else:
                 buf = instantiate(m, f"buf{p}", self.buffers,
-                                  InputBuffer.signature_of(f.flit, ctrl, V), {"sync": "sync"})
+                                  InputBuffer.signature_of(f.flit, ctrl, V, _ored_local(cfg)),
+                                  {"sync": "sync"})
             bufs.append(buf)
-            m.d.comb += buf.w_ctrl.route.eq(lookup.route)
+            # (without multicast, only the first port's VC is kept: see _control_layout)
+            m.d.comb += [buf.w_ctrl.route.mask.eq(lookup.route.mask),
+                         buf.w_ctrl.route.vcs.eq(lookup.route.vcs[:len(buf.w_ctrl.route.vcs)])]
             m.d.comb += [
                 buf.w_flit.eq(flit),
                 buf.w_ctrl.head.eq(flit.head), buf.w_ctrl.tail.eq(flit.tail),
-                buf.w_en.eq(Cat(flit_valid & (flit.vc == v) for v in range(V))),
+                buf.w_en.eq(flit_valid),
             ]
             if levels > 1:
                 m.d.comb += buf.w_ctrl.prio.eq(header.prio)
             for v in range(V):
-                st = _VcState(f, P, vb, name=f"{p}_{v}")
                 fr = buf.front[v]
+                st = _VcState(f, P, len(fr.route.vcs), name=f"{p}_{v}")
                 fronts[p, v], valid[p, v], states[p, v] = fr, buf.valid[v], st
                 prios[p, v] = _named(m, Mux(st.active, st.prio, fr.prio), f"prio{p}_{v}") \
                     if levels > 1 else 0
-                cur_vcs[p, v] = _named(m, Mux(st.active, st.vcs, fr.route.vcs), f"cur_vcs{p}_{v}")
+                cur = _named(m, Mux(st.active, st.vcs, fr.route.vcs), f"cur_vcs{p}_{v}")
+                # (without multicast, one VC for every port)
+                cur_vcs[p, v] = cur if cfg.multicasts else cur.replicate(P)
 
         def vc_of(key, q):
             return cur_vcs[key][q * vb:(q + 1) * vb]
@@ -364,7 +375,9 @@ class Router(wiring.Component):
         # -- what was granted: read address per input, stage per output, credits, owners ---
         for p in range(P):
             granted = Cat(grant[q][p] for q in range(P)).any()
-            m.d.comb += bufs[p].read.eq(Mux(granted, Cat(chosen[p]), 0))
+            m.d.comb += [bufs[p].read.eq(granted), bufs[p].read_vc.eq(Cat(
+                Cat(chosen[p][v] for v in range(V) if v >> b & 1).any()
+                for b in range(len(bufs[p].read_vc))))]
         chosen_all = Cat(chosen[p][v] for p, v in requesters)
         # Head and tail of the flit each input sends (if any), chosen once per input and
         # shared by every output, rather than picked from all input VCs per output.
@@ -388,36 +401,48 @@ class Router(wiring.Component):
                 m.d.sync += [stage[q].eq(Cat(grant[q])), stage_vc[q].eq(sent_vc)]
             # Traversal: the flit the staged input read (never input q itself on a link
             # port, so link outputs mux P - 1 inputs).
-            sources = [p for p in range(P) if p != q or q == 0]
-            index = Signal(range(len(sources)), name=f"stage_idx{q}")
-            with m.If(send):
-                m.d.sync += index.eq(Cat(
-                    Cat(grant[q][p] for i, p in enumerate(sources) if i >> b & 1).any()
-                    for b in range(len(index))))
+            sources = _others(P, q)
+            ored = q == 0 and _ored_local(cfg)
+            if ored:
+                # Every input's copy of the flit read for this output is zero but the
+                # staged one's (see InputBuffer's ``local``).
+                for p in sources:
+                    m.d.comb += [bufs[p].local_read.eq(grant[q][p]),
+                                 bufs[p].local_hold.eq(stage[q][p] & ~out_free[q])]
+            else:
+                index = Signal(range(len(sources)), name=f"stage_idx{q}")
+                with m.If(send):
+                    m.d.sync += index.eq(Cat(
+                        Cat(grant[q][p] for i, p in enumerate(sources) if i >> b & 1).any()
+                        for b in range(len(index))))
             with m.If(self.out[q].ready):
                 m.d.sync += self.out[q].valid.eq(0)
             with m.If(moves):
                 m.d.sync += self.out[q].valid.eq(1)
-                # One case per source rather than a tree of 2:1 muxes: the netlist then holds
-                # each flit-wide source once, where a tree adds a flit-wide mux per source
-                # (for 64 ports and 256-bit flits, a million bits that Amaranth lowers
-                # slowly). The last source also takes the index values no grant produces.
-                with m.Switch(index):
-                    for i, p in enumerate(sources):
-                        with m.Case(i) if i + 1 < len(sources) else m.Default():
-                            m.d.sync += self.out[q].payload.eq(bufs[p].data)
+                if ored:
+                    m.d.sync += self.out[q].payload.eq(
+                        _any_of([bufs[p].local_data.as_value() for p in sources]))
+                else:
+                    # One case per source rather than a tree of 2:1 muxes: the netlist then
+                    # holds each flit-wide source once, where a tree adds a flit-wide mux
+                    # per source (for 64 ports and 256-bit flits, a million bits that
+                    # Amaranth lowers slowly). The last source also takes the index values
+                    # no grant produces.
+                    with m.Switch(index):
+                        for i, p in enumerate(sources):
+                            with m.Case(i) if i + 1 < len(sources) else m.Default():
+                                m.d.sync += self.out[q].payload.eq(bufs[p].data)
                 m.d.sync += self.out[q].payload.vc.eq(stage_vc[q])
             for w in range(V):
                 spend = send & (sent_vc == w)
-                with m.If(spend & ~self.cred_in[q][w]):
-                    m.d.sync += credit[q][w].eq(credit[q][w] - 1)
-                with m.Elif(~spend & self.cred_in[q][w]):
-                    m.d.sync += credit[q][w].eq(credit[q][w] + 1)
-                # A unicast head takes the output VC, the tail gives it back.
-                with m.If(spend & tail):
-                    m.d.sync += busy[q][w].eq(0)
-                with m.Elif(spend & head):
-                    m.d.sync += busy[q][w].eq(1)
+                with m.If(spend ^ self.cred_in[q][w]):
+                    # one adder of 1 or -1 (all ones) rather than two and a multiplexer
+                    c = credit[q][w]
+                    m.d.sync += c.eq(c + Cat(1, spend.replicate(len(c) - 1)))
+                # A unicast head takes the output VC, the tail gives it back (one enable for
+                # both, shared with the credit's).
+                with m.If(spend):
+                    m.d.sync += busy[q][w].eq(~tail & (head | busy[q][w]))
 
         # -- per input VC: dequeue, state, drops, credit return -----------------------------
         # A popped flit's slot is free (and its credit returned) once its last traversal
@@ -474,10 +499,12 @@ class Router(wiring.Component):
         # -- multicast VC allocation --------------------------------------------------------
         if cfg.multicasts:
             # closed[q]: the VCs of output q a multicast cannot take, being busy or short of
-            # ``multicast_credits`` (on the local output, any VC's counts for all of them)
-            closed = [_named(m, busy[q] | Cat(credit[q][w] < cfg.multicast_credits
-                                              for w in range(V)), f"mc_closed{q}")
-                      for q in range(P)]
+            # ``multicast_credits`` (on the local output, any VC's counts for all of them);
+            # the counters hold credits less one, so "less than" is the sign or an unsigned
+            # comparison (Verilator's lint rejects a signed one with a narrower constant)
+            closed = [_named(m, busy[q] | Cat(
+                c[-1] | (c.as_unsigned() < cfg.multicast_credits - 1) for c in credit[q]),
+                f"mc_closed{q}") for q in range(P)]
 
             def all_idle(key):
                 # every output VC the multicast head at the front of ``key`` needs is idle and
@@ -537,9 +564,14 @@ class Router(wiring.Component):
         """Returns ``chosen[p][v]`` (the VC input ``p`` sends from) and ``grant[q][p]``; an
         input takes part only when ``in_ok[p]``."""
         chosen = [[Signal(name=f"chosen{p}_{v}") for v in range(V)] for p in range(P)]
+        # A link output never takes its own input's flits (no U-turns), nor does a link input
+        # accept its own output: their arbiters leave that requester out rather than get a
+        # request that is always 0 (the arbiters are lowered apart, so synthesis would not
+        # see the constant). ``_widen`` puts the grants back in place.
+        sources = [_others(P, q) for q in range(P)]
         out_arb = []
         for q in range(P):
-            arb = RoundRobin(P, levels)
+            arb = RoundRobin(len(sources[q]), levels)
             m.submodules[f"sa_out{q}"] = arb
             out_arb.append(arb)
         in_arb = []
@@ -566,11 +598,11 @@ class Router(wiring.Component):
                            f"bids{p}") for p in range(P)]
             for q in range(P):
                 arb = out_arb[q]
-                m.d.comb += arb.requests.eq(Cat(bids[p][q] for p in range(P)))
+                m.d.comb += arb.requests.eq(Cat(bids[p][q] for p in sources[q]))
                 if levels > 1:
-                    m.d.comb += arb.priority.eq(Cat(port_prio))
+                    m.d.comb += arb.priority.eq(Cat(port_prio[p] for p in sources[q]))
                 m.d.comb += arb.advance.eq(1)
-            grant = [arb.grant for arb in out_arb]
+            grant = [_widen(arb.grant, sources[q], P) for q, arb in enumerate(out_arb)]
             for p in range(P):
                 m.d.comb += in_arb[p].advance.eq(Cat(grant[q][p] for q in range(P)).any())
             return chosen, grant
@@ -579,7 +611,7 @@ class Router(wiring.Component):
         # one granted output; pointers move only on accepted grants.
         accept = []
         for p in range(P):
-            arb = RoundRobin(P)
+            arb = RoundRobin(len(sources[p]))
             m.submodules[f"sa_acc{p}"] = arb
             accept.append(arb)
         for p in range(P):
@@ -594,13 +626,16 @@ class Router(wiring.Component):
                         f"wants{p}") for p in range(P)]
         for q in range(P):
             arb = out_arb[q]
-            m.d.comb += arb.requests.eq(Cat(wants[p][q] for p in range(P)))
+            m.d.comb += arb.requests.eq(Cat(wants[p][q] for p in sources[q]))
             if levels > 1:
-                m.d.comb += arb.priority.eq(Cat(port_prio))
-        bids = []
+                m.d.comb += arb.priority.eq(Cat(port_prio[p] for p in sources[q]))
+        offered = [_widen(arb.grant, sources[q], P) for q, arb in enumerate(out_arb)]
+        bids, accepted = [], []
         for p in range(P):
-            m.d.comb += accept[p].requests.eq(Cat(out_arb[q].grant[p] for q in range(P)))
-            acc = accept[p].grant
+            # (an input's own link output never offers it a grant: ``sources`` is symmetric)
+            m.d.comb += accept[p].requests.eq(Cat(offered[q][p] for q in sources[p]))
+            acc = _widen(accept[p].grant, sources[p], P)
+            accepted.append(acc)
             # The VC sent from: round robin among this input's VCs that want the accepted
             # output; a multicast VC also uses any other output granted to this input.
             m.d.comb += in_arb[p].requests.eq(Cat(
@@ -611,11 +646,11 @@ class Router(wiring.Component):
                 m.d.comb += chosen[p][v].eq(in_arb[p].grant[v])
             bids.append(_named(m, _any_of([Mux(chosen[p][v], want[p, v], 0)
                                            for v in range(V)]), f"bids{p}"))
-        grant = [_named(m, out_arb[q].grant & Cat(bids[p][q] for p in range(P)), f"grant{q}")
+        grant = [_named(m, offered[q] & Cat(bids[p][q] for p in range(P)), f"grant{q}")
                  for q in range(P)]
         for q in range(P):
             m.d.comb += out_arb[q].advance.eq(
-                (grant[q] & Cat(accept[p].grant[q] for p in range(P))).any())
+                (grant[q] & Cat(accepted[p][q] for p in range(P))).any())
         return chosen, grant
 
 
@@ -641,15 +676,18 @@ class InputBuffer(wiring.Component):
     vcs, depth : int
     block : bool, optional
         Flit storage in block RAM (see :attr:`RouterConfig.block_buffers`).
+    local : bool, optional
+        A second, zeroed copy of the flit read for the local output (``local_*`` members),
+        for a local output that ORs its inputs.
     derived : dict of str to callable, optional
         Fields of ``ctrl`` that are not stored but computed, as ``derived[name](entry)``
         from the stored fields of the front entry (``w_ctrl``'s value of them is ignored).
 
     Members
     -------
-    w_en : In(vcs)
-        One-hot: append ``w_flit``/``w_ctrl`` to that VC's queue. The sender holds a credit,
-        so the queue is never full.
+    w_en : In(1)
+        Append ``w_flit``/``w_ctrl`` to the queue of ``w_flit.vc``. The sender holds a
+        credit, so the queue is never full.
     w_flit, w_ctrl : In(flit), In(ctrl)
     valid : Out(vcs)
         The queue of each VC is not empty.
@@ -657,27 +695,43 @@ class InputBuffer(wiring.Component):
         Control fields of each queue's front (meaningful when ``valid``).
     pop : In(vcs)
         Remove the front of these queues.
-    read : In(vcs)
-        One-hot: read this VC's front (the one before a ``pop`` of the same cycle).
+    read : In(1)
+        Read the front of the queue of :attr:`read_vc` (the one before a ``pop`` of the
+        same cycle).
+    read_vc : In(range(vcs))
     data : Out(flit)
         The flit read last (its ``vc`` field reads as 0).
+    local_read : In(1)
+        Only with ``local``: this cycle's :attr:`read` is also for the local output.
+    local_hold : In(1)
+        Only with ``local``: keep the flit on :attr:`local_data` another cycle.
+    local_data : Out(flit)
+        Only with ``local``: the flit read for the local output from the cycle after
+        :attr:`local_read` while :attr:`local_hold`, else zero (``vc`` reads as 0).
     """
 
     def __init__(self, flit: data.Layout, ctrl: data.Layout, vcs: int, depth: int,
-                 derived: dict | None = None, block: bool = False):
+                 derived: dict | None = None, block: bool = False, local: bool = False):
         self.vcs, self.depth = vcs, depth
         self.derived = dict(derived or {})
         self.block = block
-        super().__init__(self.signature_of(flit, ctrl, vcs))
+        self.local = local
+        super().__init__(self.signature_of(flit, ctrl, vcs, local))
 
     @staticmethod
-    def signature_of(flit: data.Layout, ctrl: data.Layout, vcs: int) -> wiring.Signature:
-        """The signature of an input buffer of these layouts and ``vcs`` queues."""
-        return wiring.Signature({
-            "w_en": In(vcs), "w_flit": In(flit), "w_ctrl": In(ctrl),
+    def signature_of(flit: data.Layout, ctrl: data.Layout, vcs: int,
+                     local: bool = False) -> wiring.Signature:
+        """The signature of an input buffer of these layouts and ``vcs`` queues (with the
+        ``local_*`` members if ``local``)."""
+        members = {
+            "w_en": In(1), "w_flit": In(flit), "w_ctrl": In(ctrl),
             "valid": Out(vcs), "front": Out(ctrl).array(vcs),
-            "pop": In(vcs), "read": In(vcs), "data": Out(flit),
-        })
+            "pop": In(vcs), "read": In(1), "read_vc": In(range(vcs)), "data": Out(flit),
+        }
+        if local:
+            members.update({"local_read": In(1), "local_hold": In(1),
+                            "local_data": Out(flit)})
+        return wiring.Signature(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -688,28 +742,57 @@ class InputBuffer(wiring.Component):
         # ``vc`` is not stored: the router rewrites it on the way out.
         stored = Cat(self.w_flit.data, self.w_flit.head, self.w_flit.tail)
         attrs = {"ram_style": "block"} if self.block else None
-        m.submodules.store = store = memory.Memory(shape=len(stored), depth=V * D, init=[],
-                                                   attrs=attrs)
+        # (addresses within the queues' words)
+        raddr, raddr_low, waddr_low = [], Signal(range(V * D)), Signal(range(V * D))
+        # With ``local``, the queues take the upper half of twice the words their addresses
+        # span, and the lower half, never written, is zero, for the local copy to read when
+        # it holds nothing (block RAM has the room).
+        m.submodules.store = store = memory.Memory(
+            shape=len(stored), depth=2 << len(raddr_low) if self.local else V * D, init=[],
+            attrs=attrs)
         # A synchronous read port with enable: block RAM for deep buffers, LUT RAM and a
         # register for shallow ones.
         wport, rport = store.write_port(), store.read_port()
-        raddr = []
         w = len(self.w_flit.data)
-        m.d.comb += [rport.en.eq(self.read.any()), wport.data.eq(stored),
-                     wport.en.eq(self.w_en.any()), self.data.data.eq(rport.data[:w]),
-                     self.data.head.eq(rport.data[w]), self.data.tail.eq(rport.data[w + 1])]
+        # One enable and a VC number per port rather than one-hot vectors: the memory's
+        # enables need no OR, and the address multiplexers select by the number.
+        m.d.comb += [rport.en.eq(self.read), wport.data.eq(stored), wport.en.eq(self.w_en)]
+        outputs = [(self.data, rport.data)]
+        if self.local:
+            # A second copy of the flit read, for the local output alone, zero unless it
+            # holds that output's flit: the local output, the one output with an input more
+            # than a link output has, then takes the OR of every input's copy (a LUT per
+            # bit) rather than a 5:1 multiplexer (two). The copy is a second read port (the
+            # block RAM is duplicated, no LUT spent) that reads a zero word when it holds
+            # nothing: a multiplexer or reset after the port would cost a LUT per bit.
+            lport = store.read_port()
+            m.d.comb += [lport.en.eq(self.local_read | ~self.local_hold),
+                         lport.addr.eq(Cat(raddr_low, self.local_read))]
+            outputs.append((self.local_data, lport.data))
+        for flit, word in outputs:
+            m.d.comb += [flit.data.eq(word[:w]), flit.head.eq(word[w]), flit.tail.eq(word[w + 1])]
+
+        taps = _de_bruijn_taps(D.bit_length() - 1) if D > 1 and D & (D - 1) == 0 else None
 
         def wrap(ptr):
-            return Mux(ptr == D - 1, 0, ptr + 1)
+            # The slot after ``ptr``. Any order of the slots will do: with a power of two, a
+            # shift register through all of them (a new bit from a LUT, the others moved
+            # along) rather than an adder (a LUT per bit).
+            if taps is None:
+                return Mux(ptr == D - 1, 0, ptr + 1)
+            low = ptr[:len(ptr) - 1]
+            return Cat(_balanced(operator.xor, [ptr[t] for t in taps]) ^ ~low.any(), low)
 
         waddr = []
         for v in range(V):
             m.submodules[f"ctrl{v}"] = cmem = memory.Memory(shape=kept, depth=D, init=[])
             cw, cr = cmem.write_port(), cmem.read_port(domain="comb")
             wptr, rptr = Signal(range(D), name=f"wptr{v}"), Signal(range(D), name=f"rptr{v}")
-            # rnext = rptr + 1, kept rather than computed: the emptiness test after a pop
+            # rnext, the slot after rptr (1 after 0 in either order), kept rather than
+            # computed: the emptiness test after a pop
             rnext = Signal(range(D), init=1 % D, name=f"rnext{v}")
-            push, pop, front = self.w_en[v], self.pop[v], self.front[v]
+            push = self.w_en & (self.w_flit.vc == v)
+            pop, front = self.pop[v], self.front[v]
             # The front's control fields are read from the LUT RAM at rptr as they are
             # needed: a register copy of them, loaded from the memory or from the write side,
             # costs a LUT per bit for its multiplexer.
@@ -718,7 +801,7 @@ class InputBuffer(wiring.Component):
             m.d.comb += [front[name].eq(cr.data[name]) for name, _ in kept]
             m.d.comb += [front[name].eq(derive(cr.data))
                          for name, derive in self.derived.items()]
-            waddr.append((push, v * D + wptr))
+            waddr.append((self.w_flit.vc == v, v * D + wptr))
             with m.If(push):
                 m.d.sync += wptr.eq(wrap(wptr))
             with m.If(pop):
@@ -727,18 +810,43 @@ class InputBuffer(wiring.Component):
                              self.valid[v].eq((rnext != wptr) | push)]
             with m.Elif(push):
                 m.d.sync += self.valid[v].eq(1)
-            raddr.append((self.read[v], v * D + rptr))
-        m.d.comb += [wport.addr.eq(_one_hot_or(waddr)), rport.addr.eq(_one_hot_or(raddr))]
+            raddr.append((self.read_vc == v, v * D + rptr))
+        top = Const(1, 1) if self.local else Const(0, 0)
+        m.d.comb += [waddr_low.eq(_one_hot_or(waddr)), wport.addr.eq(Cat(waddr_low, top)),
+                     raddr_low.eq(_one_hot_or(raddr)), rport.addr.eq(Cat(raddr_low, top))]
         return m
+
+
+def _de_bruijn_taps(bits: int) -> tuple[int, ...]:
+    """Taps of a ``bits``-wide shift register that visits every value from 0 in turn.
+
+    Each step shifts left and brings in the XOR of the tapped bits, inverted when all bits
+    but the top one are 0: a maximal-length LFSR with the all-zero state spliced in (a
+    de Bruijn counter). Found by trying the fewest taps first.
+    """
+    for count in range(bits):
+        for others in itertools.combinations(range(bits - 1), count):
+            taps = (bits - 1, *others)
+            value, seen = 0, 0
+            while True:
+                low = value & ((1 << (bits - 1)) - 1)
+                new = sum(value >> t & 1 for t in taps) % 2 ^ (low == 0)
+                value = low << 1 | new
+                seen += 1
+                if value == 0:
+                    break
+            if seen == 1 << bits:
+                return taps
+    raise AssertionError(f"no de Bruijn counter of {bits} bits")   # (there always is one)
 
 
 class _VcState:
     """Registers of one input VC: owner of which output VCs, which branches are done."""
 
-    def __init__(self, f: FlitFormat, ports: int, vc_bits: int, name: str):
+    def __init__(self, f: FlitFormat, ports: int, vcs_bits: int, name: str):
         self.active = Signal(name=f"active{name}")
         self.mask = Signal(ports, name=f"mask{name}")
-        self.vcs = Signal(ports * vc_bits, name=f"vcs{name}")
+        self.vcs = Signal(vcs_bits, name=f"vcs{name}")
         self.sent = Signal(ports, name=f"sent{name}")
         self.prio = Signal(f.prio_bits, name=f"prio{name}")
 
@@ -746,11 +854,15 @@ class _VcState:
 def _control_layout(cfg: RouterConfig) -> data.StructLayout:
     """What the input buffers keep per flit besides its data: the table entry, head and tail.
 
-    ``multi`` (several branches) is derived from the mask rather than stored, and ``prio``
-    is kept only when allocation honours it: each bit less in the queue memories counts
-    (LUT RAM primitives come 6 bits wide).
+    ``multi`` (several branches) is derived from the mask rather than stored, ``vcs`` holds
+    one VC rather than one per port when the router has no multicast, and ``prio`` is kept
+    only when allocation honours it: each bit less in the queue memories counts (LUT RAM
+    primitives come 6 bits wide).
     """
     fields = {"head": 1, "tail": 1, **table_layout(cfg).members}
+    if not cfg.multicasts:
+        # A unicast entry has the same VC on every port: one copy of it is kept.
+        fields["route"] = data.StructLayout({"mask": cfg.ports, "vcs": cfg.fmt.vc_bits})
     if cfg.priorities > 1:
         fields["prio"] = cfg.fmt.prio_bits
     return data.StructLayout(fields)
@@ -809,6 +921,26 @@ def _several(mask):
     """Two bits or more of ``mask`` set, as AND-OR terms (``mask & (mask - 1)`` would be a
     carry chain)."""
     return Cat(mask[i] & mask[i + 1:].any() for i in range(len(mask) - 1)).any()
+
+
+def _ored_local(cfg: RouterConfig) -> bool:
+    """The local output ORs zeroed copies of its inputs' flits (:class:`InputBuffer`'s
+    ``local``) rather than multiplexing them: with block-RAM buffers, where a copy is one
+    more block RAM and no LUT, and more than four ports (up to four inputs, the
+    multiplexer is a LUT per bit as well)."""
+    return cfg.block_buffers and cfg.ports > 4
+
+
+def _others(ports, port):
+    """The ports a flit may pass between and ``port``: all but ``port`` itself if it is a
+    link (no U-turns on links), all if it is the local port."""
+    return [p for p in range(ports) if p != port or port == 0]
+
+
+def _widen(grant, members, ports):
+    """``grant``, one bit per port of ``members``, as ``ports`` bits (0 for the others)."""
+    bits = dict(zip(members, grant, strict=True))
+    return Cat(bits.get(p, Const(0, 1)) for p in range(ports))
 
 
 def _named(m, value, name):
