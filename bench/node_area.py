@@ -47,7 +47,7 @@ def main() -> None:
     result = lint_file(ROOT / "examples" / f"{args.example}.yaml")
     if not result.ok:
         raise SystemExit(f"examples/{args.example}.yaml does not lint clean")
-    node = plan(result.routed, tables=False, one_per_role=True)[0]
+    node = plan(result.routed, one_per_role=True)[0]
     board = next(n.board for n in result.cluster.nodes if n.board.name == node.board)
     res = node_resources(node, board, cache=not args.no_cache)
     print(f"{args.example}, node {node.node} ({res.board}, {res.family}): {res.script}")
