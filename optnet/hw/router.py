@@ -698,7 +698,8 @@ class InputBuffer(wiring.Component):
     read : In(1)
         Read the front of the queue of :attr:`read_vc` (the one before a ``pop`` of the
         same cycle).
-    read_vc : In(range(vcs))
+    read_vc : In(range(max(vcs, 2)))
+        (At least a bit wide: a zero-width port is not Verilog.)
     data : Out(flit)
         The flit read last (its ``vc`` field reads as 0).
     local_read : In(1)
@@ -726,7 +727,8 @@ class InputBuffer(wiring.Component):
         members = {
             "w_en": In(1), "w_flit": In(flit), "w_ctrl": In(ctrl),
             "valid": Out(vcs), "front": Out(ctrl).array(vcs),
-            "pop": In(vcs), "read": In(1), "read_vc": In(range(vcs)), "data": Out(flit),
+            "pop": In(vcs), "read": In(1), "read_vc": In(range(max(vcs, 2))),
+            "data": Out(flit),
         }
         if local:
             members.update({"local_read": In(1), "local_hold": In(1),
