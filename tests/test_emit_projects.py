@@ -290,6 +290,24 @@ def test_ise_bee3_virtex5(tmp_path):
     assert (folder / "n0.bit").exists() and (folder / "reports" / "timing.twr").exists()
 
 
+@pytest.mark.parametrize("status, ok", [("warnings", True), ("errors", False),
+                                        ("never_run", False), ("out_of_date", False)])
+def test_ise_run_status(tmp_path, status, ok):
+    """A run that ends with warnings built the bitstream (ISE's own scripts take
+    "warnings" as "up_to_date"); any other status stops the script with it."""
+    _, _, _, folder, _ = _node(tmp_path, ROOT / "examples" / "bee3_two_x4.yaml")
+    proc, calls = _run("ise", folder, "ise.tcl",
+                       {"OPTNET_REFCLK_MHZ_OPTNET_AURORA_8B10B_X4": "156.25",
+                        "MOCK_ISE_STATUS": status})
+    if ok:
+        _ok(proc, calls)
+        assert "finished with warnings" in proc.stdout
+    else:
+        assert proc.returncode == 1
+        assert f"failed (status {status})" in proc.stderr
+        assert ["process", "run", "Generate Post-Place & Route Static Timing"] not in calls
+
+
 # --------------------------------------------------------------------------- Quartus
 
 

@@ -40,7 +40,13 @@ proc process {sub name args} {
                 }
             }
         }
-        get {return up_to_date}
+        get {
+            # The status of the last run: MOCK_ISE_STATUS, or up_to_date (a clean run).
+            if {[info exists ::env(MOCK_ISE_STATUS)]} {
+                return $::env(MOCK_ISE_STATUS)
+            }
+            return up_to_date
+        }
         default {mock_fail "process $sub is not mocked"}
     }
 }
