@@ -80,6 +80,7 @@ def _board_checks(board: BoardDesc, smap: SourceMap, stem: str) -> list[Diagnost
                                   smap.at(("clocks", cname), key=True))
         for key in ("pin", "p", "n"):
             claim(getattr(clock, key), ("clocks", cname, key))
+    refclks: set[tuple] = set()
     for pname, port in board.ports.items():
         where = ("ports", pname)
         diags += check_identifier(pname, f"port name on board '{board.name}'",
@@ -111,6 +112,11 @@ def _board_checks(board: BoardDesc, smap: SourceMap, stem: str) -> list[Diagnost
         if port.clock:
             for key in _PIN_KEYS:
                 claim(getattr(port.clock, key), (*where, "clock", key))
+        # Ports sharing one reference clock list its control pins each; claim them once.
+        if port.refclk and (port.refclk.p, port.refclk.n) not in refclks:
+            refclks.add((port.refclk.p, port.refclk.n))
+            for k, drive in enumerate(port.refclk.drive):
+                claim(drive.pin, (*where, "refclk", "drive", k, "pin"))
         if port.onboard and port.onboard.peer_port not in board.ports:
             diags.append(Diagnostic(
                 "E030", f"Port '{pname}' of board '{board.name}' is wired to peer port "

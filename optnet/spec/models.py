@@ -542,6 +542,17 @@ class PairPins(_Model):
     rx_n: Annotated[str, PIN]
 
 
+class PinLevelDesc(_Model):
+    """An FPGA output the board top holds at a constant level."""
+
+    noun: ClassVar[str] = "a driven pin"
+    pin: Annotated[str, PIN]
+    level: Literal[0, 1]
+    iostandard: Annotated[str, IOSTANDARD] | None = None
+    what: Annotated[str, TEXT] | None = None
+    """What the pin controls and what the level selects, for comments in generated files."""
+
+
 class RefClkDesc(_Model):
     """Transceiver reference clock."""
 
@@ -550,7 +561,11 @@ class RefClkDesc(_Model):
     p: Annotated[str, PIN] | None = None
     n: Annotated[str, PIN] | None = None
     site: Annotated[str, SITE] | None = None
-    """Reference clock buffer site, where the vendor flow wants one."""
+    """Reference clock buffer site (IBUFDS_GTE2_X1Y12, IBUFDS_GTE4_X0Y21): its quad and
+    MGTREFCLK index, which the vendor IP's reference clock source setting names."""
+    drive: list[PinLevelDesc] = Field(default_factory=list, max_length=16)
+    """FPGA pins that select or enable this clock's oscillator (frequency select, output
+    enable), held at the given levels by every board top that uses the clock."""
 
 
 class OnboardDesc(_Model):
