@@ -52,9 +52,9 @@ from amaranth.sim import Simulator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optnet.hw.flit import FlitFormat  # noqa: E402
-from optnet.hw.router import Router, RouterConfig  # noqa: E402
+from optnet.hw.router import Router  # noqa: E402
 from optnet.hw.verilog import lower, to_verilog  # noqa: E402
+from optnet.plan.configs import FlitFormat, RouterConfig  # noqa: E402
 from optnet.spec.models import NetworkDesc  # noqa: E402
 
 TARGET_CYCLES, TARGET_LUTS, TARGET_MHZ = 3, 2000, 100

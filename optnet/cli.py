@@ -26,11 +26,12 @@ from optnet.boards import load_library
 from optnet.diagnostics import Severity
 from optnet.emit.env import render_template
 from optnet.emit.format_doc import format_reference
+from optnet.emit.tables import table_files
 from optnet.emit.writer import OutputError, claim_output, write_into, write_tree
 from optnet.lint import InputError, lint_file, load_presets
 from optnet.render import FORMATS, render, summary
 from optnet.resources import data_dir, shown_path
-from optnet.routing.export import route_json, table_files
+from optnet.routing.export import route_json
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.tables import node_tables
 from optnet.schema import board_schema, cluster_schema
@@ -272,10 +273,11 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from optnet.emit.build import BitstreamError, BitstreamOptions, build_files
+    from optnet.emit.bitstream import BitstreamError
     from optnet.emit.env import EscapeError
-    from optnet.emit.projects import ProjectError
-    from optnet.hw.board import PllError
+    from optnet.pipeline import BitstreamOptions, build_files
+    from optnet.plan.clocks import PllError
+    from optnet.plan.ip import ProjectError
     from optnet.report.resources import ResourcesError
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)

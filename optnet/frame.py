@@ -212,8 +212,8 @@ def credit_bits(depth: int) -> int:
 def link_frame(unit: int, vcs: int, depth: int, window: int, crc_bits: int) -> LinkFrame:
     """The frame and replay buffer of a link layer: ``unit``-bit flits on ``vcs`` VCs into a
     router buffer of ``depth`` flits per VC, at least ``window`` flits in flight, and a
-    ``crc_bits`` check. The hardware (:class:`optnet.hw.link.LinkConfig`) and the report's
-    model (:mod:`optnet.model`) both size frames here.
+    ``crc_bits`` check. The hardware (:class:`optnet.plan.configs.LinkConfig`) and the
+    report's model (:mod:`optnet.model`) both size frames here.
 
     The sequence numbers depend on the replay buffer, which must hold two full frames, so
     the frame is sized with the numbers ``window`` needs and the numbers then set for the

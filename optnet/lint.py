@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from optnet.boards import BoardLibrary, load_board_file, load_library
+from optnet.checks import check_cluster
 from optnet.cluster import Cluster
 from optnet.diagnostics import Diagnostic, DiagnosticError, Location, Severity
 from optnet.elaborate import elaborate
@@ -13,7 +14,6 @@ from optnet.model import model_params
 from optnet.resources import data_dir, shown_path
 from optnet.routing.latency import check_credit
 from optnet.routing.route import Routed, route
-from optnet.spec.checks import check_cluster
 from optnet.spec.inherit import inherit
 from optnet.spec.models import ClusterDesc
 from optnet.spec.source import InputError, SourceMap, load_yaml, read_source

@@ -30,14 +30,15 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from optnet.cluster import Cluster, Link
+from optnet.devices.families import block_table_families
 from optnet.frame import LinkFrame, link_frame
 from optnet.phys import PHYS
 from optnet.spec.models import EndpointDesc
 
-__all__ = ["ARG_BITS", "BLOCK_TABLE_FAMILIES", "COMPONENTS", "ENDPOINT_CREDIT_CYCLES",
-           "HUB_CYCLES", "LINK_LAYER_CYCLES", "MIN_TAG_BITS", "WIDE_RAM_VENDORS", "Breakdown",
-           "CreditCheck", "LinkParams", "ModelParams", "arg_bits", "endpoint_credits", "ends",
-           "hop", "hop_times", "model_params"]
+__all__ = ["ARG_BITS", "COMPONENTS", "ENDPOINT_CREDIT_CYCLES", "HUB_CYCLES",
+           "LINK_LAYER_CYCLES", "MIN_TAG_BITS", "Breakdown", "CreditCheck", "LinkParams",
+           "ModelParams", "arg_bits", "endpoint_credits", "ends", "hop", "hop_times",
+           "model_params"]
 
 #: Network clock cycles a flit spends in the two link layers of a hop at zero load (the
 #: transmit pipeline, the clock crossings to and from the PHY domain, the frame check, the
@@ -55,18 +56,6 @@ HUB_CYCLES = 1
 #: simulation (tests/test_hw_endpoint.py).
 ENDPOINT_CREDIT_CYCLES = 4
 
-#: Families whose routers keep their tables (and the node id) in block RAM, so that the
-#: open flow places and routes a role once and patches each node's tables into its
-#: bitstream (:mod:`optnet.emit.bitstream`); the table read costs the router one cycle more.
-BLOCK_TABLE_FAMILIES = ("ecp5",)
-
-#: Vendors whose block RAM has ports of different widths that synthesis infers from a memory
-#: written through several narrow ports at neighbouring addresses in one cycle (Xilinx,
-#: since Virtex-II; Vivado's asymmetric RAM template, UG901; Yosys merges the ports the same
-#: way). A link layer keeps received side bits so (:attr:`optnet.hw.link.LinkConfig.side_ram`).
-#: Yosys' ECP5 and Cyclone V mappings do not (Cyclone V falls back to flip-flops).
-WIDE_RAM_VENDORS = ("xilinx",)
-
 #: The components of a latency, in the order reports list them.
 COMPONENTS = ("hub", "router", "link_layer", "phy", "serialisation", "cable")
 
@@ -74,6 +63,7 @@ COMPONENTS = ("hub", "router", "link_layer", "phy", "serialisation", "cable")
 ARG_BITS = 16
 
 #: Least bits of a SYNC's tag in the endpoints' reset handshake (:mod:`optnet.hw.endpoint`).
+#: Fewer tag bits would let a stale ACK match after only a few resets in one round trip.
 MIN_TAG_BITS = 3
 
 _CRC_BITS = {"crc32": 32, "crc16": 16, "none": 0}
@@ -243,10 +233,11 @@ def model_params(cluster: Cluster) -> ModelParams:
     ``model:`` settings where it gives them."""
     desc = cluster.desc
     net, model = desc.network, desc.model
-    block = any(node.board.family in BLOCK_TABLE_FAMILIES for node in cluster.nodes)
+    blocks = block_table_families()
+    block = any(node.board.family in blocks for node in cluster.nodes)
     id_bits = _clog2(max((n.id for n in cluster.nodes), default=0) + 1)
     ep_bits = _clog2(max(len(desc.endpoints), 1))
-    # the header of optnet.hw.flit.FlitFormat: dst, src, mcast, dst_ep, src_ep, kind, prio, arg
+    # the header of optnet.plan.configs.FlitFormat: dst, src, mcast, dst_ep, src_ep, kind, prio, arg
     header = 2 * id_bits + 1 + 2 * ep_bits + 1 + _clog2(net.priorities) + arg_bits(
         desc.endpoints)
     phys = {}
@@ -357,7 +348,7 @@ def arg_bits(endpoints: Iterable[EndpointDesc]) -> int:
     endpoint's reset handshake needs them. An ACK of that handshake carries, beside three
     flag bits and a tag of at least :data:`MIN_TAG_BITS`, how many of the reset node's
     packets the peer still holds, up to ``init_budget * credit + offset`` (the endpoint
-    sizes it as ``(init_budget + 1) * credit``, :class:`optnet.hw.endpoint.EndpointConfig`)."""
+    sizes it as ``(init_budget + 1) * credit``, :class:`optnet.plan.configs.EndpointConfig`)."""
     need = ARG_BITS
     for ep in endpoints:
         if ep.managed:

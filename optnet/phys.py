@@ -1,4 +1,5 @@
-"""What each link protocol (PHY) supports: vendors, port kinds, lane and line-rate ranges.
+"""What each link protocol (PHY) supports: vendors, port kinds, lane and line-rate ranges,
+and the width of its user words as optnet configures it.
 
 Figures come from the vendors' product guides, cited per entry; ``latency`` is a typical
 one-way latency of the PHY pair (serialiser, encoding, alignment, deserialiser), the PHY's
@@ -12,7 +13,7 @@ from fractions import Fraction
 
 from optnet.units import Dimension, Quantity, parse_quantity
 
-__all__ = ["PHYS", "PhyInfo"]
+__all__ = ["PARALLEL_REACH", "PHYS", "PHY_WIDTH_PER_LANE", "PhyInfo", "user_width"]
 
 
 def _rate(text: str) -> Quantity:
@@ -104,3 +105,22 @@ PHYS: dict[str, PhyInfo] = {p.name: p for p in (
 # Longest link a source-synchronous parallel bus is trusted over, by connector: skew
 # between pairs grows with length, and these links have no deskew beyond IODELAY taps.
 PARALLEL_REACH = {"onboard": Fraction(1, 2), None: Fraction(1)}
+
+#: User-interface bits per lane of each protocol's IP, as configured by optnet.
+PHY_WIDTH_PER_LANE = {
+    "aurora_8b10b": 32,   # 4-byte lanes (PG046 "Lane Width" = 4)
+    "aurora_64b66b": 64,  # PG074: 64-bit user data per lane
+    "serial_lite_3": 64,  # Intel SerialLite III Streaming: 64 bits per lane
+    "interlaken": 64,     # 64 bits per lane on the segmented user interface
+    "raw_8b10b": 16,      # ECP5 DCU PCS at 16 bits (2 bytes) per channel
+    # 10-bit line words per pair (2-bit data/control header + 8 user bits, 5 DDR cycles):
+    # a byte per lane keeps the header overhead at 20 % and the user word a whole number of
+    # bytes (see optnet.hw.phy.lvds).
+    "lvds": 8,
+}
+
+
+def user_width(phy: str, lanes: int) -> int:
+    """Width of the user data words of ``phy`` bonded over ``lanes`` lanes (a vendor core
+    may differ on some families: :func:`optnet.devices.linkip.user_width_for`)."""
+    return PHY_WIDTH_PER_LANE[phy] * lanes

@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from optnet.cli import cli
 from optnet.emit import bitstream as bs
-from optnet.emit.build import BitstreamError, BitstreamOptions, build_files
+from optnet.emit.bitstream import BitstreamError
 from optnet.hw.router import mask_bits, route_table
+from optnet.pipeline import BitstreamOptions, build_files
 from optnet.plan import plan
 
 from .conftest import linted
@@ -68,7 +69,7 @@ def test_missed_timing_fails_the_build_unless_allowed(ring, monkeypatch):
         return bs.PlacedRole(rep.node, "", "{}", (
             bs.ClockTiming("clk", 50.0, 64.2), bs.ClockTiming("lvds0_clk", 80.0, 71.5)), {})
 
-    monkeypatch.setattr("optnet.emit.build.place_and_route", placed)
+    monkeypatch.setattr("optnet.pipeline.place_and_route", placed)
     with pytest.raises(BitstreamError) as info:
         build_files(routed, plans[:1], {}, bitstream=BitstreamOptions())
     assert str(info.value) == (
@@ -76,8 +77,8 @@ def test_missed_timing_fails_the_build_unless_allowed(ring, monkeypatch):
         "of the 80 MHz it needs. Lower the clock or the line rate, try another --seed, or "
         "pass --timing-allow-fail to write the bitstreams anyway.")
     # Allowed, the flow goes on to patch and pack every node (both faked here).
-    monkeypatch.setattr("optnet.emit.build.patch", lambda role, rep, p: "cfg " + p.node)
-    monkeypatch.setattr("optnet.emit.build.pack", lambda config, node: config.encode())
+    monkeypatch.setattr("optnet.pipeline.patch", lambda role, rep, p: "cfg " + p.node)
+    monkeypatch.setattr("optnet.pipeline.pack", lambda config, node: config.encode())
     files = build_files(routed, plans[:2], {},
                         bitstream=BitstreamOptions(timing_allow_fail=True))
     assert files["nodes/n1/n1.bit"] == b"cfg n1"

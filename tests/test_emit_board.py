@@ -11,25 +11,22 @@ from pathlib import Path
 
 import pytest
 
+from optnet.devices.plls import PLL_LIMITS
 from optnet.emit.board import board_top_files, top_module
 from optnet.emit.constraints import constraint_files
 from optnet.emit.hdl import node_files, one_per_role, write_files
-from optnet.hw.board import (
+from optnet.hw.board import network_ports
+from optnet.plan import plan as plan_hw
+from optnet.plan.clocks import (
     AT_MOST_TOLERANCE,
-    PLL_LIMITS,
     TOLERANCE,
     ClockRequest,
     PllError,
-    board_pins,
-    clock_constraints,
     clock_plan,
-    constraint_format,
-    network_ports,
     solve_pll,
     speed_grade,
-    top_ports,
 )
-from optnet.plan import plan as plan_hw
+from optnet.plan.pins import board_pins, clock_constraints, constraint_format, top_ports
 from optnet.units import Dimension, parse_quantity
 
 from .conftest import ROOT, UPDATE_GOLDEN, linted_example

@@ -18,19 +18,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from optnet.emit.projects import (
-    IopllPlan,
-    ProjectError,
-    _as_iopll,
-    atx_pll_name,
-    ecp5_device,
-    link_ips,
-    project_files,
-)
-from optnet.hw.phy.vendor import ip_family, ip_ports, stub_verilog
-from optnet.hw.top import ip_name
+from optnet.devices.linkip import ip_family, ip_ports
+from optnet.emit.projects import _as_iopll, project_files
+from optnet.emit.stubs import stub_verilog
 from optnet.lint import lint_file
 from optnet.plan import plan
+from optnet.plan.ip import IopllPlan, ProjectError, atx_pll_name, ecp5_device, ip_name, link_ips
 
 from .conftest import ROOT, UPDATE_GOLDEN, linted_example
 from .hwtools import missing_tool

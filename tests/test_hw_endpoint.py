@@ -12,9 +12,9 @@ from amaranth.hdl import Module
 from amaranth.lib import fifo
 from amaranth.sim import Simulator
 
-from optnet.hw.endpoint import _LFSR_TAPS, Endpoint, EndpointConfig, _RamFIFO
-from optnet.hw.flit import KIND_CREDIT, FlitFormat
+from optnet.hw.endpoint import _LFSR_TAPS, Endpoint, _RamFIFO
 from optnet.model import ENDPOINT_CREDIT_CYCLES, CreditCheck
+from optnet.plan.configs import KIND_CREDIT, EndpointConfig, FlitFormat
 
 FMT = FlitFormat(width=32, vcs=2, id_bits=2)
 

@@ -15,8 +15,8 @@ import pytest
 from amaranth.hdl import Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
-from optnet.hw.endpoint import Control, Endpoint, EndpointConfig
-from optnet.hw.flit import KIND_CREDIT, KIND_DATA, FlitFormat
+from optnet.hw.endpoint import Control, Endpoint
+from optnet.plan.configs import KIND_CREDIT, KIND_DATA, EndpointConfig, FlitFormat
 
 
 def _word(src: int, dst: int, seq: int, beat: int) -> int:

@@ -11,9 +11,9 @@ import pytest
 from amaranth.lib import data
 from amaranth.sim import Simulator
 
-from optnet.hw.flit import FlitFormat
 from optnet.hw.router import InputBuffer
 from optnet.hw.verilog import to_verilog
+from optnet.plan.configs import FlitFormat
 
 FMT = FlitFormat(width=16, vcs=3, id_bits=2)
 CTRL = data.StructLayout({"head": 1, "tail": 1, "tag": 6})

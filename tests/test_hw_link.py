@@ -8,11 +8,11 @@ import pytest
 from amaranth.hdl import ClockDomain, DomainRenamer, Module
 from amaranth.sim import Simulator
 
-from optnet.hw.flit import FlitFormat
-from optnet.hw.link import LinkConfig, LinkLayer
+from optnet.hw.link import LinkLayer
 from optnet.hw.linkmodel import LinkModel
 from optnet.lint import lint_file
 from optnet.plan import plan
+from optnet.plan.configs import FlitFormat, LinkConfig
 
 from .conftest import ROOT
 

@@ -26,7 +26,6 @@ from amaranth.lib import io
 from amaranth.sim import Simulator
 from amaranth.vendor import LatticeECP5Platform
 
-from optnet.hw.phy import user_width
 from optnet.hw.phy.lvds import (
     CODE_IDLE,
     CODE_MARK,
@@ -39,6 +38,7 @@ from optnet.hw.phy.lvds import (
     LvdsPhy,
 )
 from optnet.hw.verilog import to_verilog
+from optnet.phys import user_width
 from tests.hwtools import AMARANTH_LINT_CONFIG, lint_verilog
 
 # A's and B's local clocks differ by 4 %: each receiver runs on the far end's forwarded

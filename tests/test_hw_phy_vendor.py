@@ -12,20 +12,19 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from optnet.hw.phy import PHY_WIDTH_PER_LANE, PhyInterface, vendor
-from optnet.hw.phy.vendor import (
+from optnet.devices.linkip import (
     IP_SETTINGS,
     V5_AURORA_REFCLK,
     VENDOR_PHYS,
-    AuroraPhy8b10b,
-    InterlakenPhy,
     ip_family,
     ip_ports,
     ip_settings,
-    make_vendor_phy,
-    stub_verilog,
     user_width_for,
 )
+from optnet.emit.stubs import stub_verilog
+from optnet.hw.phy import PhyInterface, vendor
+from optnet.hw.phy.vendor import AuroraPhy8b10b, InterlakenPhy, make_vendor_phy
+from optnet.phys import PHY_WIDTH_PER_LANE
 from tests.hwtools import lint_verilog, yosys_synth
 
 # The adapter creates its user domain and the design around it uses it, as the PhyInterface

@@ -9,8 +9,8 @@ import pytest
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
-from optnet.hw.flit import FlitFormat
-from optnet.hw.router import Router, RouterConfig
+from optnet.hw.router import Router
+from optnet.plan.configs import FlitFormat, RouterConfig
 
 FMT = FlitFormat(width=32, vcs=2, id_bits=3)
 PORTS = 4

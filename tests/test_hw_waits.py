@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from amaranth.sim import Simulator
 
-from optnet.hw.endpoint import Endpoint, EndpointConfig, LocalHub
-from optnet.hw.flit import FlitFormat
-from optnet.hw.router import Router, RouterConfig
+from optnet.hw.endpoint import Endpoint, LocalHub
+from optnet.hw.router import Router
+from optnet.plan.configs import EndpointConfig, FlitFormat, RouterConfig
 from optnet.routing.proof import Waits, broadcast_flits
 
 FMT = FlitFormat(width=32, vcs=2, id_bits=3)

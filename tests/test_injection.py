@@ -37,10 +37,11 @@ from optnet.emit.build import CableRow, _fusesoc_tool
 from optnet.emit.constraints import constraint_files
 from optnet.emit.env import EscapeError, render_template
 from optnet.emit.escape import Raw
-from optnet.emit.projects import ProjectError, project_files
-from optnet.hw.board import PllError
+from optnet.emit.projects import project_files
 from optnet.lint import lint_file
 from optnet.plan import plan as plan_hw
+from optnet.plan.clocks import PllError
+from optnet.plan.ip import ProjectError
 from optnet.report.render import report_files
 from optnet.spec import models as m
 from optnet.spec.names import check_identifier

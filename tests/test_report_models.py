@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from optnet.hw.link import LinkConfig
 from optnet.lint import lint_file
 from optnet.model import CreditCheck
+from optnet.plan.configs import LinkConfig
 from optnet.report.bandwidth import (
     channel_overhead,
     effective_rate,
@@ -371,7 +371,7 @@ def test_user_rate_caps_the_encoded_rate():
 def _link_cycles(width: int, phy_width: int, phy_latency: int) -> tuple[int, LinkConfig]:
     """Network cycles from a lone flit entering one LinkLayer to it leaving the other, over
     the link model with the PHY clock at the network clock; and the configuration."""
-    from optnet.hw.flit import FlitFormat
+    from optnet.plan.configs import FlitFormat
 
     from .test_hw_link import link_pair
 

@@ -17,13 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from optnet.emit.tables import render_c_header, render_hex
 from optnet.lint import lint_file
 from optnet.report.collectives import collective
 from optnet.report.params import model_params
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.network import LOCAL
 from optnet.routing.proof import Waits, describe_cycle, prove
-from optnet.routing.tables import node_tables, render_c_header, render_hex, to_json
+from optnet.routing.tables import node_tables, to_json
 
 from .conftest import linted_example
 

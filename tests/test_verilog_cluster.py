@@ -40,8 +40,9 @@ import pytest
 from click.testing import CliRunner
 
 from optnet.cli import cli
-from optnet.hw.endpoint import EndpointConfig, axis_rx_layout, axis_tx_layout
+from optnet.hw.endpoint import axis_rx_layout, axis_tx_layout
 from optnet.plan import NodePlan, plan
+from optnet.plan.configs import EndpointConfig
 from optnet.routing.route import Routed
 
 from .conftest import ROOT, linted

@@ -1,7 +1,7 @@
 """Bitstreams of ECP5 nodes through the open flow: Yosys, nextpnr-ecp5, ecpbram, ecppack.
 
 Nodes of one hardware role differ only in their route tables and node id, which ECP5
-routers keep in block RAM (:attr:`optnet.hw.router.RouterConfig.block_tables`). So each
+routers keep in block RAM (:attr:`optnet.plan.configs.RouterConfig.block_tables`). So each
 role is synthesised, placed and routed once, with every table filled with random
 *placeholder* contents, and each node's bitstream is that configuration with the
 placeholders replaced by the node's tables:
@@ -37,10 +37,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from optnet.emit.projects import ecp5_device
+from optnet.devices.families import block_table_families
 from optnet.emit.roles import initialise_memories
 from optnet.hw.router import mask_bits, route_table
-from optnet.plan import BLOCK_TABLE_FAMILIES, NodePlan
+from optnet.plan import NodePlan
+from optnet.plan.ip import ecp5_device
 
 __all__ = ["BLOCK_WORDS", "BitstreamError", "ClockTiming", "PlacedRole", "bitstream_capable",
            "bram_columns", "check_patch", "pack", "patch", "place_and_route", "placeholders",
@@ -101,7 +102,7 @@ class PlacedRole:
 
 def bitstream_capable(plan: NodePlan) -> bool:
     """Whether the open flow can build ``plan``'s node (and patch its tables)."""
-    return plan.family in BLOCK_TABLE_FAMILIES and plan.router.block_tables
+    return plan.family in block_table_families() and plan.router.block_tables
 
 
 def placeholders(plan: NodePlan) -> dict[str, list[int]]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 
 from optnet.emit.env import render_template
-from optnet.hw.board import IOPLL_MODULE, BoardTop
-from optnet.hw.phy.primitives import PRIMITIVES, primitive_stubs
+from optnet.emit.stubs import PRIMITIVES, primitive_stubs
+from optnet.hw.board import BoardTop
 from optnet.hw.verilog import to_verilog
 from optnet.plan import NodePlan
+from optnet.plan.clocks import IOPLL_MODULE
 from optnet.spec.models import BoardDesc
 
 __all__ = ["board_top_files", "top_module"]
@@ -23,7 +24,7 @@ def board_top_files(plan: NodePlan, board: BoardDesc) -> dict[str, str]:
     """Files of ``plan``'s board top on ``board``, relative to the node's folder.
 
     ``rtl/<node>_top.v`` is the board top (module ``<node>_top``; its ports are FPGA pins,
-    see :func:`optnet.hw.board.top_ports`), which instantiates the network module
+    see :func:`optnet.plan.pins.top_ports`), which instantiates the network module
     ``<node>`` of ``rtl/<node>.v`` (:func:`optnet.emit.hdl.node_files`). For lint only:
     ``stubs/board_primitives.v`` holds stubs of the FPGA primitives the top instantiates
     (guarded, so they may repeat ``stubs/primitives.v``), and on Intel boards
@@ -32,7 +33,7 @@ def board_top_files(plan: NodePlan, board: BoardDesc) -> dict[str, str]:
 
     Raises
     ------
-    optnet.hw.board.PllError
+    optnet.plan.clocks.PllError
         When the board's PLL cannot make the clocks the node needs.
     """
     top = BoardTop(plan, board)
@@ -45,6 +46,8 @@ def board_top_files(plan: NodePlan, board: BoardDesc) -> dict[str, str]:
     if cp.iopll is not None:
         ports = [("input", "refclk"), ("input", "rst"),
                  *(("output", name) for name, _ in cp.iopll.outputs), ("output", "locked")]
+        # The tool line still names clock_plan's former module (now optnet.plan.clocks):
+        # it is in every generated stub, which stays byte-identical until regenerated.
         files[f"stubs/{IOPLL_MODULE}.v"] = render_template(
             "hw/clock_ip_stub.v.j2", module=IOPLL_MODULE, title="the Intel IOPLL",
             tool="Quartus Prime Pro, altera_iopll, settings from optnet.hw.board.clock_plan",

@@ -15,9 +15,10 @@ from optnet.cluster import Cluster
 from optnet.diagnostics import Finding
 from optnet.emit.constraints import constraint_files
 from optnet.emit.env import EscapeError
-from optnet.emit.projects import ProjectError, project_files
-from optnet.hw.board import PllError
+from optnet.emit.projects import project_files
 from optnet.plan import NodePlan
+from optnet.plan.clocks import PllError
+from optnet.plan.ip import ProjectError
 
 __all__ = ["hardware_findings"]
 

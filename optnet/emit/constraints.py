@@ -1,8 +1,9 @@
 """Pin and clock constraint files of a node's board top.
 
 One function, :func:`constraint_files`, renders the vendor's files from the board top's
-port and clock data (:func:`optnet.hw.board.board_pins`, :func:`~optnet.hw.board.clock_plan`,
-:func:`~optnet.hw.board.clock_constraints`) through the templates ``<vendor>/constraints.*``:
+port and clock plan (:func:`optnet.plan.pins.board_pins`,
+:func:`optnet.plan.clocks.clock_plan`, :func:`optnet.plan.pins.clock_constraints`) through
+the templates ``<vendor>/constraints.*``:
 
 * Xilinx 7 series and UltraScale+: ``constraints/<node>.xdc`` (Vivado);
 * Xilinx Virtex-5: ``constraints/<node>.ucf`` (ISE; Vivado does not support Virtex-5);
@@ -18,14 +19,9 @@ for every port of ``<node>_top``.
 from __future__ import annotations
 
 from optnet.emit.env import render_template
-from optnet.hw.board import (
-    board_pins,
-    clock_constraints,
-    clock_plan,
-    constraint_format,
-    top_ports,
-)
 from optnet.plan import NodePlan
+from optnet.plan.clocks import clock_plan
+from optnet.plan.pins import board_pins, clock_constraints, constraint_format, top_ports
 from optnet.spec.models import BoardDesc
 
 __all__ = ["constraint_files"]
@@ -44,7 +40,7 @@ def constraint_files(plan: NodePlan, board: BoardDesc) -> dict[str, str]:
 
     Raises
     ------
-    optnet.hw.board.PllError
+    optnet.plan.clocks.PllError
         When the board's PLL cannot make the node's clocks.
     """
     cp = clock_plan(plan, board)

@@ -7,13 +7,14 @@ import re
 from concurrent.futures import Executor
 from pathlib import Path, PurePosixPath
 
+from optnet.emit.stubs import PRIMITIVES, primitive_stubs, stub_verilog
 from optnet.emit.writer import write_into
 from optnet.hw.link import LinkLayer
-from optnet.hw.phy.primitives import PRIMITIVES, primitive_stubs
 from optnet.hw.router import Router
-from optnet.hw.top import SHARED_PHY_DOMAIN, NodeTop, ip_name, parts
+from optnet.hw.top import SHARED_PHY_DOMAIN, NodeTop, parts
 from optnet.hw.verilog import Lowered, lower, to_verilog
 from optnet.plan import NodePlan
+from optnet.plan.ip import ip_name
 
 __all__ = ["lower_router", "node_files", "node_verilog", "one_per_role", "write_files"]
 
@@ -53,8 +54,6 @@ def node_files(plan: NodePlan, executor: Executor | None = None) -> dict[str, st
     open-source synthesis only (the vendor flow generates the real ones). ``executor``: see
     :func:`node_verilog`.
     """
-    from optnet.hw.phy.vendor import stub_verilog
-
     verilog = node_verilog(plan, executor)
     files = {f"rtl/{plan.node}.v": verilog}
     for port in plan.ports:

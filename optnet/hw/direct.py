@@ -83,7 +83,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.alloc import RoundRobin
-from optnet.hw.flit import clog2
+from optnet.plan.configs import clog2
 
 __all__ = ["OP_CREDIT", "OP_CTS", "OP_EAGER", "OP_RTS", "DirectConfig", "DirectSwitch"]
 

@@ -63,17 +63,14 @@ handshake.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.alloc import RoundRobin
-from optnet.hw.flit import KIND_CREDIT, KIND_DATA, FlitFormat
-from optnet.model import MIN_TAG_BITS
+from optnet.plan.configs import KIND_CREDIT, KIND_DATA, EndpointConfig, FlitFormat
 
-__all__ = ["Control", "Endpoint", "EndpointConfig", "LocalHub", "axis_rx_layout", "axis_tx_layout"]
+__all__ = ["Control", "Endpoint", "LocalHub", "axis_rx_layout", "axis_tx_layout"]
 
 
 #: Tap positions (1 = least significant bit) of a maximal-length Fibonacci LFSR of each
@@ -203,103 +200,6 @@ class _RamFIFO(wiring.Component):
         with m.Elif(self.r_en):
             m.d.sync += self.r_rdy.eq(0)
         return m
-
-
-@dataclass(frozen=True)
-class EndpointConfig:
-    """Parameters of one endpoint on one node.
-
-    Attributes
-    ----------
-    fmt : FlitFormat
-    node_id : int
-    index : int
-        Endpoint number (the header's ``dst_ep``/``src_ep``).
-    width : int
-        AXI4-Stream ``tdata`` bits; at most the flit width.
-    max_packet : int
-        Flits per network packet, header included.
-    broadcast_flits : int or None
-        Flits per broadcast packet, header included, at most ``max_packet`` (None: that):
-        the deadlock proof's :func:`~optnet.routing.proof.broadcast_flits`, so a router can
-        give a multicast credit for its whole packet on every branch.
-    managed : bool
-    buffer, credit, offset, init_budget : int
-        Receive buffer in packets and the credit parameters (see the module docstring).
-    priority : int
-    nodes : tuple of int or None
-        Ids of the cluster's nodes (the same on every node), to which a managed endpoint
-        sends a SYNC after ``rst``; None: every id of ``fmt.id_bits`` bits.
-    """
-
-    fmt: FlitFormat
-    node_id: int
-    index: int
-    width: int
-    max_packet: int
-    broadcast_flits: int | None = None
-    managed: bool = True
-    buffer: int = 64
-    credit: int = 16
-    offset: int = 0
-    init_budget: int = 1
-    priority: int = 0
-    nodes: tuple[int, ...] | None = None
-
-    def __post_init__(self):
-        if self.width > self.fmt.width:
-            raise ValueError(f"endpoint {self.index} is {self.width} bits wide, wider than the "
-                             f"{self.fmt.width}-bit flit")
-        if self.broadcast_flits is None:
-            object.__setattr__(self, "broadcast_flits", self.max_packet)
-        if not 2 <= self.broadcast_flits <= self.max_packet:
-            raise ValueError("a packet needs room for a header and one beat, and a broadcast "
-                             "packet is at most max_packet flits")
-        if self.managed and not 0 <= self.offset < self.credit:
-            raise ValueError(f"endpoint {self.index}: offset {self.offset} must be below "
-                             f"credit {self.credit}")
-        if self.nodes is not None:
-            object.__setattr__(self, "nodes", tuple(sorted(set(self.nodes))))
-            if not all(0 <= n < 1 << self.fmt.id_bits for n in self.nodes):
-                raise ValueError(f"endpoint {self.index}: node ids {self.nodes} do not fit "
-                                 f"{self.fmt.id_bits} bits")
-        if self.managed and (self.credit >= 1 << self.fmt.arg_bits - 1
-                             or self.tag_bits < MIN_TAG_BITS):
-            raise ValueError(f"endpoint {self.index}: a credit of {self.credit} leaves too few "
-                             f"bits of the {self.fmt.arg_bits}-bit header argument for the "
-                             f"reset handshake")
-
-    @property
-    def beats(self) -> int:
-        """Receive buffer depth in beats: the packets it must hold, rounded up to a power of
-        two when that costs at most an eighth more. The buffer's RAM is a power of two deep
-        in any case (:class:`_RamFIFO`), and at a power of two its FIFO needs no level
-        counter (Yosys, xc7: 15,360 beats of 136 bits take 32 LUTs of control and 68 RAMB36,
-        16,384 beats 17 LUTs and 68 RAMB36)."""
-        need = (self.max_packet - 1) * (self.buffer if self.managed else 2)
-        power = 1 << (need - 1).bit_length()
-        return power if 8 * power <= 9 * need else need
-
-    @property
-    def budget_bits(self) -> int:
-        """Bits of a budget counter: ``init_budget * credit + offset`` and ``-offset`` (a
-        budget after a reset, see :class:`Control`) fit it as signed numbers."""
-        return max(self.init_budget * self.credit + self.credit, 2).bit_length() + 1
-
-    @property
-    def held_bits(self) -> int:
-        """Bits of the count of one source's packets in the receive buffer, at most
-        ``init_budget * credit + offset`` (the ``held`` of an ACK)."""
-        return self.budget_bits - 1
-
-    @property
-    def tag_bits(self) -> int:
-        """Bits of a SYNC's tag: what the header's ``arg`` has left beside ``held`` and the
-        three flag bits, at most 8."""
-        return min(8, self.fmt.arg_bits - 3 - self.held_bits)
-
-
-#: Fewer tag bits would let a stale ACK match after only a few resets in one round trip.
 
 
 class Control:

@@ -30,7 +30,8 @@ a frame's flits wait in a staging buffer (block RAM) until the next header bring
 side bits and check. A frame that checks is committed: its count and side bits go into a
 small block RAM queue, and its flits are delivered to the router in order, one per cycle,
 each with its side bits picked from the queue's output by its place in the frame (on
-Xilinx parts, read from a block RAM written a frame at a time, :attr:`LinkConfig.side_ram`).
+Xilinx parts, read from a block RAM written a frame at a time,
+:attr:`~optnet.plan.configs.LinkConfig.side_ram`).
 A bad check, or a frame whose first flit is not the one expected, makes the receiver drop
 the frame and send a NAK; the far end goes back to the acknowledged flit (go-back-N), or
 resends after a timeout when a NAK is lost.
@@ -42,18 +43,15 @@ rather than LUT RAM, and no 128-bit value is shifted or muxed more than once per
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
-
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import cdc, crc, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from optnet.frame import HEADER_MARKER, FrameFormat, LinkFrame, link_frame
+from optnet.frame import HEADER_MARKER, FrameFormat
 from optnet.hw.crc import CrcEngine, next_state_terms
-from optnet.hw.flit import FlitFormat, clog2
+from optnet.plan.configs import LinkConfig, clog2
 
-__all__ = ["LinkConfig", "LinkLayer"]
+__all__ = ["LinkLayer"]
 
 # Units queued for the PHY clock domain: enough to cover the clock crossing's round trip.
 _TX_DEPTH = 16
@@ -74,72 +72,6 @@ class _BlockRamAsyncFIFO(fifo.AsyncFIFO):
         return m
 
 _CRC = {32: crc.catalog.CRC32_ETHERNET, 16: crc.catalog.CRC16_USB}
-
-
-@dataclass(frozen=True)
-class LinkConfig:
-    """Parameters of one link layer.
-
-    Attributes
-    ----------
-    fmt : FlitFormat
-    phy_width : int
-        PHY user word width.
-    phy_domain : str
-        The PHY's user clock domain.
-    depth : int
-        Receive buffer depth per VC of the router behind this link (sets the width of
-        the credit counters).
-    window : int
-        Replay buffer entries (flits in flight); rounded up to a power of two, and at least
-        two frames.
-    crc_bits : int
-        32, 16 or 0 (no checks: a trusted PHY; nothing is retransmitted).
-    side_ram : bool
-        Keep the side bits of received frames in a block RAM written a frame at a time and
-        read a flit at a time (ports of different widths), instead of choosing them by a
-        multiplexer: for devices whose block RAM has such ports and whose tools infer them
-        (:data:`optnet.model.WIDE_RAM_VENDORS`).
-    timeout : int
-        Cycles without progress on the oldest unacknowledged flit before resending it.
-    keepalive : int
-        Cycles of silence after which a header repeats the acknowledgement and credits.
-    """
-
-    fmt: FlitFormat
-    phy_width: int
-    phy_domain: str
-    depth: int
-    window: int = 256
-    crc_bits: int = 32
-    side_ram: bool = False
-    timeout: int = 1024
-    keepalive: int = 64
-
-    @cached_property
-    def _sized(self) -> LinkFrame:
-        return link_frame(self.fmt.width, self.fmt.vcs, self.depth, self.window, self.crc_bits)
-
-    @property
-    def window_size(self) -> int:
-        return self._sized.entries
-
-    @property
-    def seq_bits(self) -> int:
-        return self._sized.frame.seq_bits
-
-    @property
-    def credit_bits(self) -> int:
-        return self._sized.frame.credit_bits
-
-    @property
-    def frame(self) -> FrameFormat:
-        return self._sized.frame
-
-    @property
-    def words_per_unit(self) -> int:
-        """PHY words per unit (a unit wider than the PHY word is padded to whole words)."""
-        return -(-self.fmt.width // self.phy_width)
 
 
 def _field_slices(fmt: FrameFormat) -> dict[str, list[slice]]:
@@ -218,9 +150,10 @@ class LinkLayer(wiring.Component):
         Credit pulses of the local router's input buffer, to send to the far end.
     cred_remote : Out(V)
         Credit pulses from the far end, one per VC per cycle, for the local router, which
-        starts with no credit on this link's output (:attr:`~optnet.hw.router.RouterConfig.
-        granted`): the far end's buffer depth is paid once the link is up, and after a
-        restart of the far end as much of it as its router has free.
+        starts with no credit on this link's output
+        (:attr:`~optnet.plan.configs.RouterConfig.granted`): the far end's buffer depth is
+        paid once the link is up, and after a restart of the far end as much of it as its
+        router has free.
     phy_tx : Out(stream.Signature(phy_width))            (PHY domain)
     phy_rx : In(stream.Signature(phy_width, always_ready=True))  (PHY domain)
     phy_up : In(1)                                       (PHY domain)

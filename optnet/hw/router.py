@@ -59,136 +59,29 @@ itself (a node's packets to itself).
 Tables in block RAM
 -------------------
 By default the tables are memories with an asynchronous read (LUT RAM), so the lookup
-costs no cycle. With :attr:`RouterConfig.block_tables` each table is a block RAM of at
-least 512 words read synchronously, and the last word of input 0's table holds the node
-id, read through the RAM's second port onto :attr:`Router.node_id`. Then everything that
-differs between two nodes of one role (their tables and their id) sits in block RAM, whose
-contents can be replaced in a placed and routed bitstream: one place and route serves every
-node of the role (:mod:`optnet.emit.bitstream`). 512 words is the depth ECP5's ``ecpbram``
-matches contents in; the words beyond the tables are zero (no route).
+costs no cycle. With :attr:`~optnet.plan.configs.RouterConfig.block_tables` each table is a
+block RAM of at least 512 words read synchronously, and the last word of input 0's table
+holds the node id, read through the RAM's second port onto :attr:`Router.node_id`. Then
+everything that differs between two nodes of one role (their tables and their id) sits in
+block RAM, whose contents can be replaced in a placed and routed bitstream: one place and
+route serves every node of the role (:mod:`optnet.emit.bitstream`). 512 words is the depth
+ECP5's ``ecpbram`` matches contents in; the words beyond the tables are zero (no route).
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.alloc import RoundRobin
-from optnet.hw.flit import FlitFormat, clog2
 from optnet.hw.verilog import instantiate
+from optnet.plan.configs import FlitFormat, RouterConfig, table_layout
 
-__all__ = ["InputBuffer", "Router", "RouterConfig", "mask_bits", "route_table", "table_layout"]
-
-
-@dataclass(frozen=True)
-class RouterConfig:
-    """Parameters of one router.
-
-    Attributes
-    ----------
-    fmt : FlitFormat
-    ports : int
-        Ports, port 0 being the local (endpoint) port.
-    depth : int
-        Input buffer depth per VC, in flits.
-    credits : tuple of int
-        Buffer depth per VC of the receiver behind each output port (initial credits).
-    unicast : tuple of int
-        Table words indexed by destination id: ``valid << (pb + vb) | vc << pb | port``
-        with ``pb = clog2(ports)``, ``vb = fmt.vc_bits``.
-    multicast : tuple of int
-        Table words indexed by group id: ``vcs << ports | mask``, the VC of port ``p`` at
-        bits ``[p*vb, (p+1)*vb)`` of ``vcs``. Empty, or all zero: no multicast logic.
-    allocator : str
-        ``round_robin`` (separable, input first) or ``islip`` (one iteration).
-    priorities : int
-        Priority levels honoured by switch allocation.
-    block_tables : bool
-        Tables in block RAM with a synchronous read, a cycle more per hop (see the module
-        docstring).
-    multicast_credits : int or None
-        Credits a multicast head needs on every one of its output VCs before it takes them:
-        with packets at most one flit longer, no branch holds its VC while it waits for
-        another branch's credit (see the module docstring). None: the smallest of
-        ``credits``.
-    block_buffers : bool
-        Flit storage of the input buffers in block RAM rather than wherever synthesis puts
-        it (LUT RAM when shallow). Same behaviour and timing (the read is synchronous
-        either way). On Xilinx 7-series at 128-bit flits and 32 words per input it trades
-        88 LUTs of LUT RAM per input for two RAMB36, about a sixth of the router's LUTs;
-        with more than four ports, two more per input hold a copy for the local output
-        (:class:`InputBuffer`'s ``local``), which then ORs its inputs instead of
-        multiplexing them (a LUT per bit less).
-    node_id : int
-        With ``block_tables``, the id :attr:`Router.node_id` gives (the last word of
-        ``table0``); unused otherwise.
-    granted : tuple of int
-        Ports whose output starts with no credit, to be granted its ``credits`` by pulses
-        on ``cred_in`` (a link layer's, :class:`~optnet.hw.link.LinkLayer`, which grants
-        what the far end's buffer has free after a restart); the others start with all.
-    """
-
-    fmt: FlitFormat
-    ports: int
-    depth: int
-    credits: tuple[int, ...]
-    unicast: tuple[int, ...]
-    multicast: tuple[int, ...]
-    allocator: str = "round_robin"
-    priorities: int = 1
-    block_tables: bool = False
-    multicast_credits: int | None = None
-    block_buffers: bool = False
-    node_id: int = 0
-    granted: tuple[int, ...] = ()
-
-    def __post_init__(self):
-        if len(self.credits) != self.ports:
-            raise ValueError(f"router has {self.ports} ports but {len(self.credits)} credits")
-        if self.multicast_credits is None:
-            object.__setattr__(self, "multicast_credits", min(self.credits))
-        if not 1 <= self.multicast_credits <= min(self.credits):
-            raise ValueError(f"a multicast cannot wait for {self.multicast_credits} credits "
-                             f"with {min(self.credits)} flits of buffer behind an output")
-        if self.allocator not in ("round_robin", "islip"):
-            raise ValueError(f"unknown allocator {self.allocator!r}")
-        if self.fmt.header_bits > self.fmt.width:
-            raise ValueError(f"a {self.fmt.header_bits}-bit header does not fit a "
-                             f"{self.fmt.width}-bit flit")
-
-    @property
-    def multicasts(self) -> bool:
-        """Some multicast group has a branch: the router needs its multicast logic."""
-        return any(word & ((1 << self.ports) - 1) for word in self.multicast)
-
-    @property
-    def port_bits(self) -> int:
-        return clog2(self.ports)
-
-    @property
-    def table_depth(self) -> int:
-        """Entries per kind (unicast, multicast): one per id."""
-        return 1 << self.fmt.id_bits
-
-    @property
-    def table_width(self) -> int:
-        """Bits per word of each table memory: an entry, and with ``block_tables`` at least
-        the node id."""
-        size = table_layout(self).size
-        return max(size, self.fmt.id_bits) if self.block_tables else size
-
-    @property
-    def table_words(self) -> int:
-        """Words of each table memory: both kinds, and with ``block_tables`` the id word,
-        rounded up to whole 512-word blocks."""
-        if not self.block_tables:
-            return 2 * self.table_depth
-        return -(-(2 * self.table_depth + 1) // 512) * 512
+__all__ = ["InputBuffer", "Router", "mask_bits", "route_table"]
 
 
 class Router(wiring.Component):
@@ -544,7 +437,8 @@ class Router(wiring.Component):
 
     def _table(self, m, p, address):
         """Input ``p``'s route table, looked up at ``address``: the entry (a view of
-        :func:`table_layout`) in the same cycle, or with ``block_tables`` in the next."""
+        :func:`~optnet.plan.configs.table_layout`) in the same cycle, or with
+        ``block_tables`` in the next."""
         cfg = self.config
         layout = table_layout(cfg)
         attrs = {"ram_style": "block"} if cfg.block_tables else None
@@ -675,7 +569,7 @@ class InputBuffer(wiring.Component):
     flit, ctrl : data.Layout
     vcs, depth : int
     block : bool, optional
-        Flit storage in block RAM (see :attr:`RouterConfig.block_buffers`).
+        Flit storage in block RAM (see :attr:`~optnet.plan.configs.RouterConfig.block_buffers`).
     local : bool, optional
         A second, zeroed copy of the flit read for the local output (``local_*`` members),
         for a local output that ORs its inputs.
@@ -870,16 +764,9 @@ def _control_layout(cfg: RouterConfig) -> data.StructLayout:
     return data.StructLayout(fields)
 
 
-def table_layout(cfg: RouterConfig) -> data.StructLayout:
-    """A table entry: the output ports (``mask``), the VC on each (``vcs``, ``vb`` bits
-    per port) and whether there are several (``multi``, kept so the lookup needs no
-    popcount)."""
-    P, vb = cfg.ports, cfg.fmt.vc_bits
-    return data.StructLayout({"multi": 1, "route": data.StructLayout({"mask": P, "vcs": P * vb})})
-
-
 def mask_bits(cfg: RouterConfig) -> range:
-    """The bits of a table word (:func:`table_layout`) holding the output-port mask."""
+    """The bits of a table word (:func:`~optnet.plan.configs.table_layout`) holding the
+    output-port mask."""
     route = table_layout(cfg)["route"]
     start = route.offset + route.shape["mask"].offset
     return range(start, start + cfg.ports)
@@ -890,11 +777,12 @@ def route_table(cfg: RouterConfig, port: int) -> list[int]:
     per word as its Verilog initialises it, indexed by ``mcast << id_bits | dst``.
 
     The unicast entries come first, then the multicast ones, each a
-    :func:`table_layout` value; unicast entries come decoded to a one-bit mask, so one
-    lookup serves both kinds. A link ``port`` is left out of every mask (no U-turns on
-    links), so an entry naming it, like an invalid one, has an empty mask and its packets
-    are dropped. With ``block_tables`` zero words follow up to :attr:`RouterConfig.
-    table_words`, the last of which holds the node id in ``table0``.
+    :func:`~optnet.plan.configs.table_layout` value; unicast entries come decoded to a
+    one-bit mask, so one lookup serves both kinds. A link ``port`` is left out of every mask
+    (no U-turns on links), so an entry naming it, like an invalid one, has an empty mask and
+    its packets are dropped. With ``block_tables`` zero words follow up to
+    :attr:`~optnet.plan.configs.RouterConfig.table_words`, the last of which holds the node
+    id in ``table0``.
     """
     P, pb, vb = cfg.ports, cfg.port_bits, cfg.fmt.vc_bits
     layout = table_layout(cfg)

@@ -9,13 +9,16 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from optnet.devices.families import family
 from optnet.hw.endpoint import Endpoint, LocalHub, axis_rx_layout, axis_tx_layout
-from optnet.hw.link import LinkConfig, LinkLayer
+from optnet.hw.link import LinkLayer
 from optnet.hw.router import Router
 from optnet.hw.verilog import instantiate
 from optnet.plan import NodePlan
+from optnet.plan.configs import LinkConfig
+from optnet.plan.ip import ip_name
 
-__all__ = ["NodeTop", "Parts", "lvds_family", "parts"]
+__all__ = ["SHARED_PHY_DOMAIN", "NodeTop", "Parts", "lvds_family", "parts"]
 
 #: The PHY clock domain of a link layer lowered on its own (:func:`parts`).
 SHARED_PHY_DOMAIN = "phy"
@@ -54,13 +57,20 @@ def parts(plan: NodePlan) -> Parts:
 def _shared(cfg: LinkConfig) -> LinkConfig:
     return replace(cfg, phy_domain=SHARED_PHY_DOMAIN)
 
-_LVDS_FAMILY = {"ecp5": "ecp5", "virtex5": "virtex5"}
 
+def lvds_family(name: str) -> str:
+    """The I/O primitive family :class:`~optnet.hw.phy.lvds.LvdsPhy` uses for the board
+    family ``name`` (:attr:`optnet.devices.families.Family.lvds`).
 
-def lvds_family(family: str) -> str:
-    """The I/O primitive family :class:`~optnet.hw.phy.lvds.LvdsPhy` uses for a board
-    family (7-series and newer Xilinx parts share ``xilinx7``)."""
-    return _LVDS_FAMILY.get(family, "xilinx7")
+    Raises
+    ------
+    ValueError
+        For a family optnet does not know, or one it has no LVDS primitives for.
+    """
+    lvds = family(name).lvds
+    if lvds is None:
+        raise ValueError(f"optnet has no LVDS I/O primitives for the {name} family.")
+    return lvds
 
 
 class NodeTop(wiring.Component):
@@ -195,9 +205,3 @@ class NodeTop(wiring.Component):
         if ups:
             m.d.comb += self.link_up.eq(Cat(ups))
         return m
-
-
-def ip_name(port) -> str:
-    """Module name of the vendor IP behind ``port``: one IP per protocol and lane count, so
-    a node's ports with the same configuration share one generated core."""
-    return f"optnet_{port.phy}_x{len(port.lanes)}"

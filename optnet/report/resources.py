@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from optnet.devices import families
+from optnet.devices.linkip import VENDOR_PHYS, ip_family
 from optnet.emit.hdl import node_files
-from optnet.hw.phy.vendor import VENDOR_PHYS, ip_family
 from optnet.resources import data_dir
 
 if TYPE_CHECKING:
@@ -215,20 +216,6 @@ _INTEL_ALM = _Counting(
 
 _COUNTINGS = {"xilinx": _XILINX, "ecp5": _ECP5, "intel_alm": _INTEL_ALM}
 
-# Board families (``family:`` in boards/*.yaml, and common names for the ones optnet has no
-# board of yet) to synth_xilinx's -family.
-_XILINX_FAMILY = {
-    "7series": "xc7", "zynq7000": "xc7", "virtex7": "xc7", "kintex7": "xc7",
-    "artix7": "xc7", "spartan7": "xc7",
-    "ultrascale": "xcu", "virtexu": "xcu", "kintexu": "xcu",
-    "ultrascale_plus": "xcup", "zynq_ultrascale_plus": "xcup", "virtexuplus": "xcup",
-    "kintexuplus": "xcup",
-    "virtex6": "xc6v", "spartan6": "xc6s", "virtex5": "xc5v",
-}
-# synth_intel_alm targets Cyclone V only (Yosys 0.70 `help synth_intel_alm`).
-_INTEL_ALM_FAMILIES = {"cyclonev"}
-
-
 @dataclass(frozen=True)
 class Synthesis:
     """The Yosys script a family is estimated with.
@@ -270,8 +257,9 @@ class Synthesis:
 def synthesis_for(family: str, vendor: str) -> Synthesis:
     """The Yosys script for a board of ``family`` from ``vendor``.
 
-    Xilinx families map to ``synth_xilinx -family`` (xc7, xcu, xcup, xc6v, xc6s, xc5v);
-    ECP5 to ``synth_ecp5``; Cyclone V to ``synth_intel_alm``. Families Yosys cannot target
+    Each family's Yosys name is :attr:`optnet.devices.families.Family.yosys`: Xilinx
+    families map to ``synth_xilinx -family`` (xc7, xcu, xcup, xc6v, xc6s, xc5v); ECP5 to
+    ``synth_ecp5``; Cyclone V to ``synth_intel_alm``. Families Yosys cannot target
     fall back, with a note saying so, to the nearest script of their vendor: other Intel ALM
     families (Stratix 10, Arria 10, Agilex) to Cyclone V's ALM mapping, other Lattice
     families to ECP5, unknown Xilinx families to 7 series.
@@ -280,8 +268,13 @@ def synthesis_for(family: str, vendor: str) -> Synthesis:
     # unless -noflatten is); -noiopad because the node's
     # top is not the chip's top (the board top adds the pins), so I/O buffers would be
     # artefacts.
+    try:
+        fam = families.family(family)
+        native = fam.yosys if fam.vendor == vendor else None
+    except ValueError:
+        native = None
     if vendor == "xilinx":
-        code = _XILINX_FAMILY.get(family)
+        code = native
         note = None
         if code is None:
             code = "xc7"
@@ -292,11 +285,11 @@ def synthesis_for(family: str, vendor: str) -> Synthesis:
         return Synthesis(family, f"synth_xilinx -family {code} -noiopad -flatten", "xilinx", note,
                          caveat)
     if vendor == "lattice":
-        note = None if family == "ecp5" else (
+        note = None if native == "ecp5" else (
             f"Yosys' ECP5 script estimates the Lattice family '{family}' (LUT4 fabric).")
         return Synthesis(family, "synth_ecp5", "ecp5", note)
     if vendor == "intel":
-        note = None if family in _INTEL_ALM_FAMILIES else (
+        note = None if native == "cyclonev" else (
             f"Yosys cannot target {family} (synth_intel_alm supports only Cyclone V); "
             f"estimated with Cyclone V's ALM mapping, whose ALM (fracturable 6-input LUT, "
             f"two adder bits, four registers) is the same building block, and one board "
@@ -323,7 +316,7 @@ class IpEntry(_Model):
     id: str
     protocol: str
     family: str
-    """The IP's port-table family (:func:`optnet.hw.phy.vendor.ip_family`)."""
+    """The IP's port-table family (:func:`optnet.devices.linkip.ip_family`)."""
     lanes: int = Field(ge=1)
     ip: str
     device: str

@@ -1,13 +1,11 @@
-"""Routing results as JSON and as the contents of table files."""
+"""Routing results as JSON (the table files are rendered by :mod:`optnet.emit.tables`)."""
 
 from __future__ import annotations
 
-import json
-
 from optnet.routing.route import Routed
-from optnet.routing.tables import NodeTable, render_c_header, render_hex, to_json
+from optnet.routing.tables import NodeTable, to_json
 
-__all__ = ["ROUTE_FORMAT", "route_json", "table_files"]
+__all__ = ["ROUTE_FORMAT", "route_json"]
 
 ROUTE_FORMAT = 1
 
@@ -39,21 +37,3 @@ def route_json(routed: Routed, metrics: dict, tables: list[NodeTable] | None,
              "hops": [net.name(c) for c in routing.path(net, s, d)]}
             for s in range(net.size) for d in range(net.size) if s != d]
     return doc
-
-
-def table_files(tables: list[NodeTable]) -> dict[str, bytes]:
-    """Each node's table files as ``<node>/routes.json``, ``routes.hex``, ``mcast.hex`` and
-    ``routes.h`` (relative path to contents), for ``optnet route --emit`` to write.
-
-    Routing computes them and writes nothing: the command line writes them with
-    :func:`optnet.emit.writer.write_into`, which a stage before emit may not import.
-    """
-    files: dict[str, bytes] = {}
-    for table in tables:
-        unicast, multicast = render_hex(table)
-        texts = {"routes.json": json.dumps(to_json(table), indent=2) + "\n",
-                 "routes.hex": unicast, "mcast.hex": multicast,
-                 "routes.h": render_c_header(table)}
-        files.update((f"{table.node}/{name}", text.encode("utf-8"))
-                     for name, text in texts.items())
-    return files

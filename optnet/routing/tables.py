@@ -1,4 +1,5 @@
-"""Per-node routing tables: the canonical JSON form, ``$readmemh`` hex and a C header.
+"""Per-node routing tables and their canonical JSON form (the ``$readmemh`` hex files and
+the C header are rendered from it by :mod:`optnet.emit.tables`).
 
 Unicast table, one entry per destination node id ``0 .. 2**id_bits - 1``::
 
@@ -26,11 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optnet.emit.env import render_template
 from optnet.routing.arrays import chunks, transpose, walk
 from optnet.routing.route import Routed
 
-__all__ = ["NodeTable", "Widths", "node_tables", "render_c_header", "render_hex", "to_json"]
+__all__ = ["NodeTable", "Widths", "clog2", "node_tables", "to_json"]
 
 TABLE_FORMAT = 1
 
@@ -268,25 +268,3 @@ def to_json(table: NodeTable) -> dict:
                       for g in table.multicast],
         "multipath": [{"dst": dst, "via": list(via)} for dst, via in table.multipath],
     }
-
-
-def render_hex(table: NodeTable) -> tuple[str, str]:
-    """(unicast hex, multicast hex) for ``$readmemh``."""
-    w = table.widths
-    unicast = render_template("tables/routes.hex.j2", table=table,
-                              words=table.unicast_words(),
-                              digits=(w.entry_bits + 3) // 4, kind="unicast")
-    multicast = render_template("tables/routes.hex.j2", table=table,
-                                words=table.multicast_words(),
-                                digits=(w.ports * (1 + w.vc_bits) + 3) // 4,
-                                kind="multicast")
-    return unicast, multicast
-
-
-def render_c_header(table: NodeTable) -> str:
-    """A C header with the tables and their field layout, for host software."""
-    words = (table.widths.ports + 31) // 32
-    rows = [(g, [g.mask >> (32 * i) & 0xFFFF_FFFF for i in range(words)])
-            for g in table.multicast]
-    return render_template("tables/routes.h.j2", t=table, w=table.widths, mask_words=words,
-                           mask_rows=rows, guard=f"OPTNET_ROUTES_{table.node.upper()}_H")

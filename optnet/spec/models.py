@@ -4,7 +4,7 @@ These models are the single definition of both file formats: they validate input
 unknown key is an error), and their field descriptions become the JSON Schema that
 ``optnet schema`` prints and editors use. They hold data only; nothing here renders text or
 knows about other files (names of boards, nodes and ports are checked by
-:mod:`optnet.spec.checks` once everything is loaded).
+:mod:`optnet.checks` once everything is loaded).
 """
 
 from __future__ import annotations

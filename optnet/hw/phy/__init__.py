@@ -12,7 +12,9 @@ forwarded clock). ``rx`` has no ready: no link IP can stall its receiver, so the
 must take every word (it has the buffer space, because the far end only sends what the
 link credits allow). Words arrive in order and whole; framing above the word is the link
 layer's job. Pads (transceiver pins, reference clocks, LVDS pairs) are further members
-named after the board file's fields.
+named after the board file's fields. The width of each protocol's user words is
+:func:`optnet.phys.user_width` (:func:`optnet.devices.linkip.user_width_for` for a vendor
+core on a family).
 """
 
 from __future__ import annotations
@@ -20,25 +22,7 @@ from __future__ import annotations
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["PHY_WIDTH_PER_LANE", "PhyInterface", "user_width"]
-
-#: User-interface bits per lane of each protocol's IP, as configured by optnet.
-PHY_WIDTH_PER_LANE = {
-    "aurora_8b10b": 32,   # 4-byte lanes (PG046 "Lane Width" = 4)
-    "aurora_64b66b": 64,  # PG074: 64-bit user data per lane
-    "serial_lite_3": 64,  # Intel SerialLite III Streaming: 64 bits per lane
-    "interlaken": 64,     # 64 bits per lane on the segmented user interface
-    "raw_8b10b": 16,      # ECP5 DCU PCS at 16 bits (2 bytes) per channel
-    # 10-bit line words per pair (2-bit data/control header + 8 user bits, 5 DDR cycles):
-    # a byte per lane keeps the header overhead at 20 % and the user word a whole number of
-    # bytes (see optnet.hw.phy.lvds).
-    "lvds": 8,
-}
-
-
-def user_width(phy: str, lanes: int) -> int:
-    """Width of the user data words of ``phy`` bonded over ``lanes`` lanes."""
-    return PHY_WIDTH_PER_LANE[phy] * lanes
+__all__ = ["PhyInterface"]
 
 
 class PhyInterface(wiring.Component):

@@ -96,7 +96,8 @@ from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 from amaranth.lib.fifo import AsyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from . import PhyInterface, user_width
+from optnet.hw.phy import PhyInterface
+from optnet.phys import user_width
 
 __all__ = [
     "CODE_IDLE",

@@ -1,4 +1,6 @@
-"""Semantic checks of an elaborated cluster that need no routing.
+"""Semantic checks of an elaborated cluster that need no routing: the elaborate stage's
+checks, beside :mod:`optnet.elaborate` (the checks of the files themselves are
+:mod:`optnet.spec`'s).
 
 Each check reads the :class:`~optnet.cluster.Cluster` and returns diagnostics; none
 changes anything. Findings on generated links are grouped (one diagnostic for all torus

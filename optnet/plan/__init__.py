@@ -1,10 +1,12 @@
-"""Per-node hardware plans: everything the Amaranth lowering needs, and nothing it must
-look up elsewhere.
+"""The plan stage: every decision about a node's hardware, made before any is built.
 
 ``plan(routed)`` turns a routed cluster into one :class:`NodePlan` per FPGA: the flit
 format, the router's ports, buffers, credits and table contents, each link port's PHY and
-link-layer parameters, and the endpoints. Plans are immutable; the lowering
-(:mod:`optnet.hw.top`) builds a :class:`~optnet.hw.top.NodeTop` from one.
+link-layer parameters, and the endpoints (the parameter classes are in
+:mod:`optnet.plan.configs`). Plans are immutable; the lowering (:mod:`optnet.hw.top`)
+builds a :class:`~optnet.hw.top.NodeTop` from one. The rest of a node's plan is made from
+its :class:`NodePlan` and board: its clocks (:mod:`optnet.plan.clocks`), the board top's
+ports and pins (:mod:`optnet.plan.pins`) and the vendor link IP (:mod:`optnet.plan.ip`).
 """
 
 from __future__ import annotations
@@ -14,26 +16,18 @@ import functools
 from dataclasses import dataclass
 
 from optnet.cluster import Cluster, Link
+from optnet.devices import families
+from optnet.devices.linkip import VENDOR_PHYS, ip_ports, user_width_for
 from optnet.diagnostics import Finding
-from optnet.hw.endpoint import EndpointConfig
-from optnet.hw.flit import FlitFormat, clog2
-from optnet.hw.link import LinkConfig
-from optnet.hw.phy.vendor import VENDOR_PHYS, ip_ports, user_width_for
-from optnet.hw.router import RouterConfig
-from optnet.model import (
-    BLOCK_TABLE_FAMILIES,
-    WIDE_RAM_VENDORS,
-    arg_bits,
-    endpoint_credits,
-    model_params,
-)
+from optnet.model import arg_bits, endpoint_credits, model_params
+from optnet.plan.configs import EndpointConfig, FlitFormat, LinkConfig, RouterConfig, clog2
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.proof import Waits, prove
 from optnet.routing.route import Routed
 from optnet.routing.tables import NodeTable, node_tables
 from optnet.spec.models import EndpointDesc
 
-__all__ = ["BLOCK_TABLE_FAMILIES", "HW_PHYS", "NodePlan", "PlanError", "PortPlan", "plan"]
+__all__ = ["HW_PHYS", "NodePlan", "PlanError", "PortPlan", "plan"]
 
 #: PHYs the hardware generator has an adapter for.
 HW_PHYS = ("aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "lvds")
@@ -142,7 +136,7 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
     cluster = routed.cluster
     desc = cluster.desc
     net = desc.network
-    problems = _link_findings(cluster)
+    problems = _family_findings(cluster) + _link_findings(cluster)
     hw_broadcast, note = _hardware_broadcast(routed)
     if hw_broadcast is None:
         problems.append(Finding("E304", note, ("routing", "broadcast"),
@@ -201,7 +195,8 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
                 continue
             roles.add(role)
         ports = []
-        side_ram = node.board.vendor in WIDE_RAM_VENDORS
+        fam = families.family(node.board.family)
+        side_ram = fam.wide_ram
         for p, own, far, link, width, window in links:
             key = (width, p, window, side_ram)   # one per key is shared by all nodes
             if key not in configs:
@@ -217,7 +212,7 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
             tuple(table.unicast_words()) if table else (),
             tuple(table.multicast_words()) if table else (),
             allocator=net.router.allocator, priorities=net.priorities,
-            block_tables=node.board.family in BLOCK_TABLE_FAMILIES,
+            block_tables=fam.block_tables,
             multicast_credits=waits.branch_credits, node_id=node.id,
             block_buffers=(fmt.flit.size * depth * net.vcs >= _BLOCK_BUFFER_BITS),
             granted=tuple(p.port for p in ports))
@@ -246,9 +241,30 @@ _BLOCK_BUFFER_BITS = 2048
 _user_width = functools.cache(user_width_for)
 
 
+def _family_findings(cluster: Cluster) -> list[Finding]:
+    """E320 for each board whose FPGA family optnet does not know
+    (:mod:`optnet.devices.families`): no hardware of its can be planned."""
+    findings = []
+    seen: set[str] = set()
+    for node in cluster.nodes:
+        board = node.board
+        if board.name in seen:
+            continue
+        seen.add(board.name)
+        try:
+            families.family(board.family)
+        except ValueError as exc:
+            findings.append(Finding(
+                "E320", f"Node '{node.name}' is on board '{board.name}', a {board.vendor} "
+                f"{board.family} part, whose hardware optnet cannot generate: {exc}",
+                node.origin, hint="Give the board file a family optnet knows."))
+    return findings
+
+
 def _link_findings(cluster: Cluster) -> list[Finding]:
-    """E301 for links whose PHY has no hardware adapter or whose vendor IP cannot be made
-    (the lane count or FPGA family the core does not support), one finding per reason."""
+    """E301 for links whose PHY has no hardware adapter, whose vendor IP cannot be made
+    (the lane count or FPGA family the core does not support) or whose LVDS primitives
+    the family does not have, one finding per reason."""
     grouped: dict[tuple[str, str], list[Link]] = {}
     refusals: dict[tuple[str, int, str], str | None] = {}
     for link in cluster.links:
@@ -256,6 +272,17 @@ def _link_findings(cluster: Cluster) -> list[Finding]:
             reason = ("phy", f"'{link.phy}', which optnet cannot generate hardware for "
                              f"yet; it has adapters for {', '.join(HW_PHYS)}.")
             grouped.setdefault(reason, []).append(link)
+            continue
+        if link.phy == "lvds":
+            for family in sorted({cluster.node(e.node).board.family for e in (link.a, link.b)}):
+                try:
+                    lvds = families.family(family).lvds
+                except ValueError:
+                    continue        # an unknown family: _family_findings says so
+                if lvds is None:
+                    reason = ("phy", f"lvds on {family}, for which optnet has no LVDS I/O "
+                                     f"primitives.")
+                    grouped.setdefault(reason, []).append(link)
             continue
         if link.phy not in VENDOR_PHYS:
             continue

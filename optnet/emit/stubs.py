@@ -1,19 +1,24 @@
-"""Black-box stubs of the FPGA primitives the LVDS PHY and the board top instantiate.
+"""Black-box Verilog stubs of what the generated RTL instantiates but does not define: the
+vendor link IP cores and the FPGA primitives of the LVDS PHY and the board top.
 
-Yosys knows these cells in ``synth_ecp5``/``synth_xilinx``; Verilator does not, so lint
-runs with these stubs. Port names come from the vendors' libraries: Lattice FPGA
-Libraries Reference Guide (ODDRX1F, IDDRX1F, OLVDS, ILVDS, EHXPLLL) and Xilinx UG953 /
-UG974 / UG621 / UG190 (ODDR, IDDR, OBUFDS, IBUFDS, IBUFGDS, BUFIO, BUFR, BUFG, MMCME2_BASE,
-MMCME4_BASE, PLL_BASE); parameter defaults as in Yosys' ``cells_bb_ecp5.v`` and
-``cells_xtra.v``. Each stub is wrapped in an ``ifndef`` guard, so the network's stub file
-and the board top's may both define a primitive without a duplicate-module error.
+Yosys knows the primitives in ``synth_ecp5``/``synth_xilinx``; Verilator knows neither them
+nor the IP, so lint (and open-source synthesis of designs with vendor IP) runs with these
+stubs. The IP stubs are rendered from the same port tables the adapters instantiate
+(:func:`optnet.devices.linkip.ip_ports`). The primitives' port names come from the vendors'
+libraries: Lattice FPGA Libraries Reference Guide (ODDRX1F, IDDRX1F, OLVDS, ILVDS, EHXPLLL)
+and Xilinx UG953 / UG974 / UG621 / UG190 (ODDR, IDDR, OBUFDS, IBUFDS, IBUFGDS, BUFIO, BUFR,
+BUFG, MMCME2_BASE, MMCME4_BASE, PLL_BASE); parameter defaults as in Yosys'
+``cells_bb_ecp5.v`` and ``cells_xtra.v``. Each primitive stub is wrapped in an ``ifndef``
+guard, so the network's stub file and the board top's may both define a primitive without a
+duplicate-module error.
 """
 
 from __future__ import annotations
 
+from optnet.devices.linkip import ip_family, ip_ports, ip_spec
 from optnet.emit.env import render_template
 
-__all__ = ["PRIMITIVES", "primitive_stubs"]
+__all__ = ["PRIMITIVES", "primitive_stubs", "stub_verilog"]
 
 # The base MMCMs of 7 series (UG953) and UltraScale (UG974) share ports and the parameters
 # optnet sets.
@@ -73,3 +78,38 @@ def primitive_stubs(names: set[str]) -> str:
     """Verilog stubs of the primitives ``names`` (unknown names are left out)."""
     cells = [(n, *PRIMITIVES[n]) for n in sorted(names) if n in PRIMITIVES]
     return render_template("hw/primitive_stubs.v.j2", cells=cells)
+
+
+def stub_verilog(phy: str, lanes: int, ip_name: str, family: str | None = None) -> str:
+    """A black-box Verilog module with the exact port list of the generated IP.
+
+    Lets ``verilator --lint-only`` and Yosys process designs that instantiate the IP when
+    the vendor library is not installed: the module body only ties the outputs to zero and
+    carries ``(* blackbox *)``, so Yosys keeps the instance as a cell.
+
+    Parameters
+    ----------
+    phy, lanes, family
+        As for :func:`optnet.devices.linkip.ip_ports`.
+    ip_name : str
+        Module name the vendor project gives the generated IP.
+
+    Returns
+    -------
+    str
+        Verilog-2005 source text.
+    """
+    family = ip_family(phy, family)
+    spec = ip_spec(phy, family)
+    ports = ip_ports(phy, lanes, family)
+    return render_template(
+        "hw/ip_stub.v.j2",
+        module=ip_name,
+        title=spec.title,
+        tool=spec.tool,
+        family=family,
+        lanes=lanes,
+        source=spec.source,
+        ports=ports,
+        ascending=any(p.ascending and p.width > 1 for p in ports),
+    )

@@ -1,0 +1,312 @@
+"""Pin planning: the board top's ports, the board-file pin of every bit, and the clocks
+its constraint files create.
+
+:func:`top_ports` lists the ports of a node's board top and the board-file pin of every
+bit; the board top (:class:`optnet.hw.board.BoardTop`) takes its ports from there, and the
+constraint emitter (:mod:`optnet.emit.constraints`) its pin assignments
+(:func:`board_pins`), so the two cannot disagree. :func:`clock_constraints` gives the
+clocks to create and the clock groups that are asynchronous to each other;
+:func:`constraint_format` the kind of file the board's tools read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from optnet.devices.families import family
+from optnet.devices.plls import MHZ
+from optnet.plan import NodePlan
+from optnet.plan.clocks import ClockPlan, clock_plan, refclk_port_name
+from optnet.spec.models import BoardDesc
+
+__all__ = [
+    "NET_INSTANCE",
+    "ClockConstraint",
+    "ClockGroup",
+    "ClockRef",
+    "PinAssignment",
+    "TopPort",
+    "board_pins",
+    "clock_constraints",
+    "constraint_format",
+    "top_ports",
+]
+
+
+@dataclass(frozen=True)
+class TopPort:
+    """A port of the board top.
+
+    Attributes
+    ----------
+    name : str
+    direction : str
+        ``"i"`` or ``"o"``.
+    width : int
+    pins : tuple of (str or None)
+        Board-file package pin of each bit; ``None`` where the board file gives none.
+    iostandard : str or None
+    kind : str
+        ``clock``, ``led``, ``refclk``, ``gt`` (transceiver serial pin) or ``lvds``.
+    sites : tuple of (str or None)
+        Transceiver channel site of each bit (``gt`` ports).
+    what : str
+        What the port is, in words (for comments).
+    """
+
+    name: str
+    direction: str
+    width: int
+    pins: tuple[str | None, ...]
+    iostandard: str | None
+    kind: str
+    sites: tuple[str | None, ...] = ()
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class PinAssignment:
+    """One bit of a board top port and its pin.
+
+    ``index`` is ``None`` for a one-bit port (a Verilog scalar: constraint files name it
+    without a subscript).
+    """
+
+    port: str
+    index: int | None
+    pin: str | None
+    iostandard: str | None
+    kind: str
+    site: str | None
+    what: str
+
+
+def _differential_ports(board: BoardDesc) -> bool:
+    """Whether the top exposes both wires of a differential pair: Xilinx instantiates a
+    differential buffer on both; ECP5 (Yosys maps ILVDS/OLVDS onto the true pin) and Intel
+    (Quartus places the complement) take the true pin only."""
+    return board.vendor == "xilinx"
+
+
+def top_ports(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
+              ) -> tuple[TopPort, ...]:
+    """The ports of ``plan``'s board top on ``board``, in declaration order.
+
+    Naming: ``clk_ref`` (``clk_ref_p``/``clk_ref_n`` for a Xilinx differential clock) is
+    the board clock; ``led`` the LEDs; ``<board port>_refclk_p``/``_n`` a transceiver
+    reference clock (named after the first board port using those pins;
+    :func:`~optnet.plan.clocks.refclk_port_name`); every link port's pads keep the network
+    module's names ``port<p>_<pad>`` (``txp``/``txn``/``rxp``/``rxn`` for transceiver lanes;
+    ``clk``/``tx``/``rclk``/``rx`` with ``_p``/``_n`` for LVDS). Complement pins that the
+    vendor places itself (ECP5, Intel) are left out.
+    """
+    cp = cp or clock_plan(plan, board)
+    diff = _differential_ports(board)
+    ports: list[TopPort] = []
+    if cp.board_clock is None:
+        ports.append(TopPort("clk_ref", "i", 1, (None,), None, "clock",
+                             what="board clock (the board file lists none)"))
+    else:
+        clock = board.clocks[cp.board_clock]
+        what = f"board clock '{cp.board_clock}'"
+        if clock.p and diff:
+            ports.append(TopPort("clk_ref_p", "i", 1, (clock.p,), clock.iostandard, "clock",
+                                 what=what))
+            ports.append(TopPort("clk_ref_n", "i", 1, (clock.n,), clock.iostandard, "clock",
+                                 what=what))
+        else:
+            ports.append(TopPort("clk_ref", "i", 1, (clock.pin or clock.p,),
+                                 clock.iostandard, "clock", what=what))
+    if board.leds is not None:
+        ports.append(TopPort("led", "o", len(board.leds.pins), tuple(board.leds.pins),
+                             board.leds.iostandard, "led", what="status LEDs"))
+    seen = set()
+    for port in plan.ports:
+        if port.phy == "lvds":
+            continue
+        name = refclk_port_name(plan, board, port.board_port)
+        if name in seen:
+            continue
+        seen.add(name)
+        rc = board.ports[port.board_port].refclk
+        what = f"transceiver reference clock of '{port.board_port}'"
+        ports.append(TopPort(f"{name}_p", "i", 1, (rc.p if rc else None,), None, "refclk",
+                             what=what))
+        if diff:
+            ports.append(TopPort(f"{name}_n", "i", 1, (rc.n if rc else None,), None,
+                                 "refclk", what=what))
+    for port in plan.ports:
+        bp = board.ports[port.board_port]
+        lanes = [bp.lanes[i] for i in port.lanes]
+        p = port.port
+        if port.phy == "lvds":
+            tx_std = bp.iostandard
+            rx_std = bp.rx_iostandard or bp.iostandard
+            clk = bp.clock
+            what = f"LVDS link on '{port.board_port}'"
+            pads = [("clk_p", "o", [clk.tx_p if clk else None], tx_std),
+                    ("clk_n", "o", [clk.tx_n if clk else None], tx_std),
+                    ("tx_p", "o", [lane.tx_p for lane in lanes], tx_std),
+                    ("tx_n", "o", [lane.tx_n for lane in lanes], tx_std),
+                    ("rclk_p", "i", [clk.rx_p if clk else None], rx_std),
+                    ("rclk_n", "i", [clk.rx_n if clk else None], rx_std),
+                    ("rx_p", "i", [lane.rx_p for lane in lanes], rx_std),
+                    ("rx_n", "i", [lane.rx_n for lane in lanes], rx_std)]
+            for pad, direction, pins, std in pads:
+                if pad.endswith("_n") and not diff:
+                    continue
+                ports.append(TopPort(f"port{p}_{pad}", direction, len(pins), tuple(pins), std,
+                                     "lvds", what=what))
+            continue
+        sites = tuple(lane.site for lane in lanes)
+        what = f"transceiver lanes {_lanes(port.lanes)} of '{port.board_port}'"
+        pads = [("txp", "o", "tx_p"), ("txn", "o", "tx_n"), ("rxp", "i", "rx_p"),
+                ("rxn", "i", "rx_n")]
+        for pad, direction, key in pads:
+            if pad.endswith("n") and not diff:
+                continue
+            pins = tuple(getattr(lane, key) for lane in lanes)
+            ports.append(TopPort(f"port{p}_{pad}", direction, len(pins), pins, None, "gt",
+                                 sites, what))
+    return tuple(ports)
+
+
+def _lanes(lanes: tuple[int, ...]) -> str:
+    return str(lanes[0]) if len(lanes) == 1 else f"{lanes[0]}..{lanes[-1]}"
+
+
+def board_pins(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
+               ) -> tuple[PinAssignment, ...]:
+    """Every bit of every board top port with its board-file pin (``None`` where the board
+    file gives none), in port order."""
+    out = []
+    for tp in top_ports(plan, board, cp):
+        for i in range(tp.width):
+            out.append(PinAssignment(
+                tp.name, None if tp.width == 1 else i, tp.pins[i], tp.iostandard, tp.kind,
+                tp.sites[i] if tp.sites else None, tp.what))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------ clock constraints
+
+
+@dataclass(frozen=True)
+class ClockConstraint:
+    """A clock to create on a board top input port."""
+
+    name: str
+    port: str
+    hz: Fraction
+
+    @property
+    def period_ns(self) -> float:
+        return float(Fraction(10**9) / self.hz)
+
+    @property
+    def mhz(self) -> float:
+        return float(self.hz / MHZ)
+
+
+@dataclass(frozen=True)
+class ClockRef:
+    """A clock, for clock-group constraints.
+
+    ``kind`` is ``port`` (a clock created on an input port: ``name``; ``net`` the board top's
+    net of its domain), ``pll`` (output ``index`` of a PLL; ``path`` is the output pin as
+    ``instance/pin``, ``net`` the board top's net of the buffered clock, named after its
+    clock domain: ``clk`` for the network's ``sync``, ``<domain>_clk`` for the others) or
+    ``ip`` (a clock made inside vendor IP: ``path`` is an output pin of the IP instance, or
+    the instance whose clocks a pattern matches).
+    """
+
+    kind: str
+    name: str
+    path: str = ""
+    net: str = ""
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class ClockGroup:
+    """Clocks related to each other; every group is asynchronous to every other."""
+
+    name: str
+    clocks: tuple[ClockRef, ...]
+
+
+#: Instance name of the network module in the board top.
+NET_INSTANCE = "net"
+
+
+def clock_constraints(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
+                      ) -> tuple[tuple[ClockConstraint, ...], tuple[ClockGroup, ...]]:
+    """The clocks to create on board top ports, and the asynchronous clock groups.
+
+    Groups: the network clock; the board clock (power-on reset domain, and init clock when
+    it is the board clock); the PLL's init clock; each LVDS transmit clock; each LVDS
+    receive (forwarded) clock; each link adapter's user clock (Aurora ``user_clk_out``,
+    the Virtex-5 GTP clock module, SerialLite III's and Interlaken's clocks). These are the
+    domains the link layers' and adapters' asynchronous FIFOs and reset synchronisers
+    cross between (:mod:`optnet.hw.link`, :mod:`optnet.hw.phy`).
+    """
+    cp = cp or clock_plan(plan, board)
+    ports = {tp.name: tp for tp in top_ports(plan, board, cp)}
+    clocks = []
+    ref_port = "clk_ref_p" if "clk_ref_p" in ports else "clk_ref"
+    clocks.append(ClockConstraint("clk_ref", ref_port, cp.ref_hz))
+    for tp in ports.values():
+        if tp.kind == "refclk" and tp.name.endswith("_p"):
+            bp = tp.name[:-len("_refclk_p")]
+            rc = board.ports[bp].refclk
+            if rc is not None:
+                clocks.append(ClockConstraint(tp.name[:-2], tp.name, Fraction(rc.freq.value)))
+    for port in plan.ports:
+        if port.phy == "lvds":
+            clocks.append(ClockConstraint(f"port{port.port}_rclk", f"port{port.port}_rclk_p",
+                                          Fraction(port.line_rate, 2)))
+
+    def pll_ref(name: str) -> ClockRef:
+        out = cp.pll.output(name)
+        index = cp.pll.outputs.index(out)
+        net = "clk" if name == "net" else f"{name}_clk"
+        return ClockRef("pll", name, f"{cp.pll.instance}/{out.pin}", net, index)
+
+    groups = [ClockGroup("net", (pll_ref("net"),)),
+              ClockGroup("clk_ref", (ClockRef("port", "clk_ref", net="ref_clk"),))]
+    if cp.init_source == "pll":
+        groups.append(ClockGroup("init", (pll_ref("init"),)))
+    for name in dict.fromkeys(cp.lvds_clocks.values()):
+        groups.append(ClockGroup(name, (pll_ref(name),)))
+    for name in dict.fromkeys(cp.sl3_clocks.values()):
+        groups.append(ClockGroup(name, (pll_ref(name),)))
+    for port in plan.ports:
+        p = port.port
+        if port.phy == "lvds":
+            groups.append(ClockGroup(f"port{p}_rclk", (ClockRef("port", f"port{p}_rclk"),)))
+        elif port.phy in ("aurora_8b10b", "aurora_64b66b") and board.family != "virtex5":
+            groups.append(ClockGroup(f"port{p}_user", (ClockRef(
+                "ip", f"port{p}_user", f"{NET_INSTANCE}/phy{p}/ip/user_clk_out"),)))
+        elif port.phy in ("serial_lite_3", "interlaken"):
+            groups.append(ClockGroup(f"port{p}_ip", (ClockRef(
+                "ip", f"port{p}_ip", f"{NET_INSTANCE}/phy{p}/ip"),)))
+    for i, gt in enumerate(cp.gt_plls):
+        groups.append(ClockGroup(f"gt{i}", tuple(
+            ClockRef("pll", f"gt{i}_{o.name}", f"{gt.instance}/{o.pin}", f"gt{i}_{o.name}_clk",
+                     k) for k, o in enumerate(gt.outputs))))
+    return tuple(clocks), tuple(groups)
+
+
+def constraint_format(board: BoardDesc) -> str:
+    """The constraint file kind of ``board``
+    (:attr:`optnet.devices.families.Family.constraints`): ``xdc`` (Vivado), ``ucf`` (ISE,
+    for Virtex-5, which Vivado does not support), ``qsf`` (Quartus, with an ``sdc``) or
+    ``lpf`` (Lattice, as nextpnr-ecp5 reads it).
+
+    Raises
+    ------
+    ValueError
+        For a family optnet does not know.
+    """
+    return family(board.family).constraints
