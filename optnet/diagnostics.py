@@ -115,6 +115,18 @@ CODES: dict[str, Code] = _codes(
      "header."),
     ("E310", "clock-unreachable", "A board's PLL cannot make the clocks a node needs."),
     ("E320", "project-unsupported", "A node's vendor project or link IP cannot be generated."),
+    ("E330", "refclk-two-buffers", "Two link cores with shared logic would buffer one "
+                                   "transceiver reference clock pad."),
+    ("E331", "refclk-out-of-reach", "A transceiver reference clock cannot reach a quad it "
+                                    "must feed."),
+    ("E332", "rate-without-pll", "No transceiver PLL the link core uses can make the line "
+                                 "rate."),
+    ("E333", "shared-pll-conflict", "Links that share a quad's (tile's) PLL or core need "
+                                    "different rates, or cannot be split between cores."),
+    ("E334", "refclk-conflict", "A quad's links need more, or other, reference clocks than "
+                                "its shared logic gives."),
+    ("E335", "gxt-bank-full", "A Stratix 10 bank needs more GXT channels or ATX PLLs than "
+                              "it has."),
     ("W101", "credit-below-bdp", "A managed endpoint's credits do not cover its slowest "
                                  "credit loop (the bandwidth-delay product), so the flow "
                                  "cannot reach full bandwidth."),
@@ -122,6 +134,9 @@ CODES: dict[str, Code] = _codes(
     ("W103", "unverified-pins", "A link uses a board port whose pins are not verified."),
     ("W104", "link-too-long", "A link is longer than its PHY and connector reach reliably."),
     ("W201", "multipath-ignored", "Multipath is set but only direct routing uses it."),
+    ("W301", "gtp-dual-shared", "Two link cores share a Virtex-5 GTP_DUAL tile, which each "
+                                "core instantiates whole: the ISE project needs them paired "
+                                "by hand."),
 )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from optnet.boards import BoardLibrary
 from optnet.cluster import Cluster, End, Link, Node
+from optnet.devices.transceivers import transceiver
 from optnet.diagnostics import Diagnostic, DiagnosticError, Related
 from optnet.phys import PHYS
 from optnet.spec import models as m
@@ -93,6 +94,24 @@ def _layers(*layers: m.LinkSettings | m.PortSettings | None) -> dict:
     return out
 
 
+def _home_lanes(board: m.BoardDesc, port: str) -> frozenset[int] | None:
+    """Lanes of ``board``'s ``port`` in the transceiver group (quad) of the port's
+    reference clock (its buffer site, else its first lane's group); None when the board's
+    transceivers or sites are not modelled."""
+    gt = transceiver(board.family, board.transceivers.type if board.transceivers else None)
+    desc = board.ports[port]
+    if gt is None or not desc.lanes[0].site:
+        return None
+    sites = [gt.locate(lane.site) if lane.site else None for lane in desc.lanes]
+    home = gt.locate_refclk(desc.refclk.site) if desc.refclk and desc.refclk.site else None
+    if home is None:
+        home = None if sites[0] is None else (sites[0].column, sites[0].group)
+    if home is None:
+        return None
+    return frozenset(i for i, at in enumerate(sites)
+                     if at is not None and (at.column, at.group) == home)
+
+
 def _free_run(lanes: list[str | None], count: int) -> int | None:
     """The first lane of the lowest run of ``count`` free lanes, or None."""
     if count <= 0:
@@ -116,6 +135,7 @@ class _Elaborator:
         self.diags: list[Diagnostic] = []
         self.protos: dict[str, _Proto] = {}
         self.boards: dict[str, m.BoardDesc] = {}
+        self.home: dict[tuple[str, str], frozenset[int] | None] = {}
         self.use: dict[tuple[str, str], list[str | None]] = {}
         self.open_ports: dict[tuple[str, str, str | None], list[str]] = {}
         self.links: list[Link] = []
@@ -403,6 +423,9 @@ class _Elaborator:
         if key not in self.open_ports:
             self.open_ports[key] = self._suitable(pending, node)
         ports = self.open_ports[key]
+        # Lanes in the quad of their port's reference clock first (any port), then any: a
+        # quad fed from a neighbour's pad would need a second buffer on that pad (E330).
+        found = None
         for pname in list(ports):
             lanes = self._lanes(node, pname)
             if lanes and None not in lanes:
@@ -417,8 +440,15 @@ class _Elaborator:
             count = wanted or len(lanes)
             start = _free_run(lanes, count)
             if start is not None:
-                return _EndSpec(node, pname, start, start + count - 1, ("topology",))
-        return None
+                found = found or _EndSpec(node, pname, start, start + count - 1, ("topology",))
+                if (board.name, pname) not in self.home:
+                    self.home[board.name, pname] = _home_lanes(board, pname)
+                home = self.home[board.name, pname]
+                near = _free_run([u if home is None or i in home else "far"
+                                  for i, u in enumerate(lanes)], count)
+                if near is not None:
+                    return _EndSpec(node, pname, near, near + count - 1, ("topology",))
+        return found
 
     def _capacity(self, pending: _Pending, node: str, lanes: int | None) -> int:
         """Links of ``lanes`` lanes each (None: a whole port each) that the suitable ports

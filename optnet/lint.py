@@ -179,7 +179,9 @@ def _hardware(result: LintResult, smap: SourceMap) -> list[Diagnostic]:
         plans = plan(result.routed, tables=False, one_per_role=True)
     except PlanError as exc:
         return [finding.located(smap) for finding in exc.args]
-    return [f.located(smap) for f in hardware_findings(result.routed.cluster, plans)]
+    found = [f for p in plans for f in p.xcvr.warnings]
+    found += hardware_findings(result.routed.cluster, plans)
+    return [f.located(smap) for f in found]
 
 
 def _lint_board(path: Path, display: str, result: LintResult) -> LintResult:

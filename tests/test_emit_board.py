@@ -180,11 +180,13 @@ def test_clock_plan_feeds_the_quartus_script():
 def test_clock_groups_separate_every_crossing():
     plan, board = _roles("bluedbm_20")[0]
     clocks, groups = clock_constraints(plan, board)
-    assert [c.name for c in clocks] == ["clk_ref", "fmc1_hpc_refclk"]
+    # One reference clock per quad master (fmc1 lanes 0-3, fmc2 lanes 0-3, as BlueDBM).
+    assert [c.name for c in clocks] == ["clk_ref", "fmc1_hpc_refclk", "fmc2_hpc_refclk"]
     assert clocks[1].period_ns == pytest.approx(1.6)
     names = [g.name for g in groups]
-    assert names == ["net", "clk_ref", "init", "port1_user", "port2_user", "port3_user",
-                     "port4_user"]
+    # Ports 2 and 4 are slaves: their user clock is their master's (ports 1 and 3).
+    assert [p.xcvr.role for p in plan.ports] == ["master", "slave", "master", "slave"]
+    assert names == ["net", "clk_ref", "init", "port1_user", "port3_user"]
     assert groups[3].clocks[0].path == "net/phy1/ip/user_clk_out"
 
 

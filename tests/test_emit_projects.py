@@ -7,6 +7,7 @@ template has a golden file (OPTNET_UPDATE_GOLDEN=1 rewrites them).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from optnet.emit.projects import _as_iopll, project_files
 from optnet.emit.stubs import stub_verilog
 from optnet.lint import lint_file
 from optnet.plan import plan
+from optnet.plan.clocks import clock_plan
 from optnet.plan.ip import IopllPlan, ProjectError, atx_pll_name, ecp5_device, ip_name, link_ips
 
 from .conftest import ROOT, UPDATE_GOLDEN, linted_example
@@ -151,45 +153,65 @@ def test_vivado_bluedbm_aurora_64b66b(tmp_path):
                      ["constrs_1", "constraints/n0.xdc"]]
     assert ["set_property", "sources_1", "top", "n0_top"] in calls
 
-    # One core per module name, configured as the cluster and board files say.
+    # One core per quad with the shared logic (SupportLevel 1) and one without for the
+    # quad's other link (PG074 Shared Logic): BlueDBM's fmc1 and fmc2 lanes 0-3, quads X1 #6
+    # and X1 #4, each fed by its own GBTCLK0.
     links = _node_links(routed, "n0")
     config = _vivado_config(calls)
-    assert set(config) == {ip_name(port) for port in p.ports} == {"optnet_aurora_64b66b_x2"}
-    cfg = config["optnet_aurora_64b66b_x2"]
+    base = "optnet_aurora_64b66b_x2"
+    assert set(config) == {ip_name(port) for port in p.ports} == {
+        f"{base}_master_x1q6", f"{base}_slave_x1q6", f"{base}_master_x1q4",
+        f"{base}_slave_x1q4"}
+    assert {n: c["SupportLevel"] for n, c in config.items()} == {
+        f"{base}_master_x1q6": "1", f"{base}_slave_x1q6": "0",
+        f"{base}_master_x1q4": "1", f"{base}_slave_x1q4": "0"}
     family = ip_family("aurora_64b66b", board.family)
-    assert cfg["component"] == "aurora_64b66b"
-    assert {(phy, lanes, rate) for phy, lanes, rate, _ in links} == {
-        ("aurora_64b66b", int(cfg["C_AURORA_LANES"]), 10_000_000_000)}
-    assert Fraction(cfg["C_LINE_RATE"]) * 10**9 == links[0][2]
-    assert Fraction(cfg["C_REFCLK_FREQUENCY"]) * 10**6 == \
-        board.ports["fmc1_hpc"].refclk.freq.value
-    assert Fraction(cfg["C_INIT_CLK"]) * 10**6 == board.clocks["sys"].freq.value
-    # Placed on the first port's lanes (X1Y24, X1Y25 -> positions 25, 26), refclk quad 6.
-    assert (cfg["C_GT_LOC_25"], cfg["C_GT_LOC_26"], cfg["C_GT_LOC_1"]) == ("1", "2", "X")
-    assert cfg["C_GT_CLOCK_1"] == "GTXQ6"
-    # The mock generates the data bus the recorded customisation implies; the script
-    # compares it with the black box's.
-    assert 64 * int(cfg["C_AURORA_LANES"]) == _data_width("aurora_64b66b", 2, family) == 128
-    assert "optnet_aurora_64b66b_x2.s_axi_tx_tdata is 128 bits wide, as the RTL expects" \
-        in proc.stdout
+    init_mhz = clock_plan(p, board).init_hz / 10**6
+    for name, cfg in config.items():
+        assert cfg["component"] == "aurora_64b66b"
+        assert {(phy, lanes, rate) for phy, lanes, rate, _ in links} == {
+            ("aurora_64b66b", int(cfg["C_AURORA_LANES"]), 10_000_000_000)}
+        assert Fraction(cfg["C_LINE_RATE"]) * 10**9 == links[0][2]
+        assert Fraction(cfg["C_REFCLK_FREQUENCY"]) * 10**6 == \
+            board.ports["fmc1_hpc"].refclk.freq.value
+        # The init clock the board top feeds the cores (an MMCM output), not the board's.
+        assert Fraction(cfg["C_INIT_CLK"]) == Fraction(cfg["DRP_FREQ"]) == init_mhz
+        assert cfg["SINGLEEND_INITCLK"] == "true"
+        assert f"{name}.s_axi_tx_tdata is 128 bits wide, as the RTL expects" in proc.stdout
+    assert abs(init_mhz - 100) < Fraction(1, 5)      # the MMCM's ~100 MHz init output
+    # Placed on each core's own lanes (X1Y24..27 -> positions 25..28), refclk quad 6.
+    master, slave = config[f"{base}_master_x1q6"], config[f"{base}_slave_x1q6"]
+    assert (master["C_GT_LOC_25"], master["C_GT_LOC_26"], master["C_GT_LOC_1"]) == (
+        "1", "2", "X")
+    assert (slave["C_GT_LOC_27"], slave["C_GT_LOC_28"]) == ("1", "2")
+    assert master["C_GT_CLOCK_1"] == slave["C_GT_CLOCK_1"] == "GTXQ6"
+    assert config[f"{base}_master_x1q4"]["C_GT_CLOCK_1"] == "GTXQ4"
+    assert 64 * int(master["C_AURORA_LANES"]) == _data_width("aurora_64b66b", 2, family) == 128
     assert (folder / "n0.bit").exists()
     assert (folder / "reports" / "timing_summary.rpt").exists()
 
 
 def test_vivado_shared_8b10b_core(tmp_path):
-    # PlasticNet: two 1-lane Aurora 8B/10B ports (SFP+ and SMA) share one core.
+    # PlasticNet: two 1-lane Aurora 8B/10B ports (SFP+ and SMA) in one quad: the SFP+ core
+    # keeps the shared logic, the SMA core takes its clocks.
     _, board, _, folder, _ = _node(tmp_path, ROOT / "examples" / "plasticnet_ring4.yaml")
     proc, calls = _run("vivado", folder, "vivado.tcl")
     _ok(proc, calls)
     config = _vivado_config(calls)
-    assert list(config) == ["optnet_aurora_8b10b_x1"]
-    assert len([c for c in calls if c[0] == "create_ip"]) == 1
-    cfg = config["optnet_aurora_8b10b_x1"]
-    assert cfg["C_AURORA_LANES"] == "1" and cfg["C_LINE_RATE"] == "5.0"
-    assert Fraction(cfg["C_REFCLK_FREQUENCY"]) * 10**6 == board.ports["sfp0"].refclk.freq.value
-    assert 8 * int(cfg["C_LANE_WIDTH"]) == _data_width("aurora_8b10b", 1, "7series") == 32
-    assert cfg["C_GT_LOC_11"] == "1"            # sfp0 is GTXE2_CHANNEL_X0Y10
-    assert "as the RTL expects" in proc.stdout
+    master, slave = "optnet_aurora_8b10b_x1_master_x0q2", "optnet_aurora_8b10b_x1_slave_x0q2"
+    assert list(config) == [master, slave]
+    assert len([c for c in calls if c[0] == "create_ip"]) == 2
+    for cfg in config.values():
+        assert cfg["C_AURORA_LANES"] == "1" and cfg["C_LINE_RATE"] == "5.0"
+        assert Fraction(cfg["C_REFCLK_FREQUENCY"]) * 10**6 == \
+            board.ports["sfp0"].refclk.freq.value
+        assert 8 * int(cfg["C_LANE_WIDTH"]) == _data_width("aurora_8b10b", 1, "7series") == 32
+        # The RTL drives a single-ended init_clk_in (PG046; the setting was missing).
+        assert cfg["SINGLEEND_INITCLK"] == "true"
+    assert (config[master]["SupportLevel"], config[slave]["SupportLevel"]) == ("1", "0")
+    assert config[master]["C_GT_LOC_11"] == "1"     # sfp0 is GTXE2_CHANNEL_X0Y10
+    assert config[slave]["C_GT_LOC_10"] == "1"      # sma is GTXE2_CHANNEL_X0Y9
+    assert proc.stdout.count("as the RTL expects") == 2
 
 
 def test_vivado_creates_what_the_real_rtl_instantiates(tmp_path):
@@ -214,7 +236,8 @@ def test_vivado_creates_what_the_real_rtl_instantiates(tmp_path):
     _ok(proc, calls)
     stubs = {Path(f).stem for f in files if f.startswith("stubs/optnet_")}
     used = set(re.findall(r"^\s*(optnet_\w+)\s+\w+\s*\(", files[f"rtl/{p.node}.v"], re.M))
-    assert used == stubs == set(_vivado_config(calls)) == {"optnet_aurora_8b10b_x1"}
+    assert used == stubs == set(_vivado_config(calls)) == {
+        "optnet_aurora_8b10b_x1_master_x0q2", "optnet_aurora_8b10b_x1_slave_x0q2"}
 
 
 def test_vivado_ultrascale_placement(tmp_path):
@@ -234,14 +257,13 @@ def test_vivado_ultrascale_placement(tmp_path):
 
 
 def test_vivado_refclk_override(tmp_path):
-    _, _, _, folder, _ = _node(tmp_path, ROOT / "examples" / "bluedbm_20.yaml")
-    proc, calls = _run("vivado", folder, "vivado.tcl",
-                       {"OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2": "156.25",
-                        "OPTNET_INIT_CLK_MHZ": "100"})
+    p, _, _, folder, _ = _node(tmp_path, ROOT / "examples" / "bluedbm_20.yaml")
+    env = {f"OPTNET_REFCLK_MHZ_{ip_name(port).upper()}": "156.25" for port in p.ports}
+    proc, calls = _run("vivado", folder, "vivado.tcl", {**env, "OPTNET_INIT_CLK_MHZ": "50"})
     _ok(proc, calls)
-    cfg = _vivado_config(calls)["optnet_aurora_64b66b_x2"]
-    assert (cfg["C_REFCLK_FREQUENCY"], cfg["C_INIT_CLK"], cfg["DRP_FREQ"]) == (
-        "156.25", "100", "100")
+    for cfg in _vivado_config(calls).values():
+        assert (cfg["C_REFCLK_FREQUENCY"], cfg["C_INIT_CLK"], cfg["DRP_FREQ"]) == (
+            "156.25", "50", "50")
 
 
 # --------------------------------------------------------------------------- ISE
@@ -456,7 +478,10 @@ def test_missing_constraints():
 
 
 def test_shared_core_needs_one_refclk():
+    # Cores without a transceiver plan's roles share one module per protocol and lane count,
+    # which cannot serve two reference clocks.
     p, board = _example("plasticnet_ring4")
+    p = dataclasses.replace(p, ports=tuple(dataclasses.replace(q, xcvr=None) for q in p.ports))
     ports = dict(board.ports)
     ports["sma"] = ports["sma"].model_copy(update={"refclk": ports["fmc_hpc"].refclk})
     board = board.model_copy(update={"ports": ports})

@@ -37,6 +37,8 @@ from optnet.phys import user_width
 
 __all__ = [
     "IP_SETTINGS",
+    "ROLES",
+    "SHARED_CLOCKS",
     "V5_AURORA_REFCLK",
     "VENDOR_PHYS",
     "IpPort",
@@ -45,6 +47,7 @@ __all__ = [
     "ip_ports",
     "ip_settings",
     "ip_spec",
+    "quad_number",
     "user_width_for",
 ]
 
@@ -96,7 +99,10 @@ class _Row:
 
     ``width`` and ``tie`` may be functions of the lane count. A per-lane row's ``name`` is a
     format string with ``{k}`` (lane index) and ``{lane}`` (``""`` for lane 0, ``_lane<k>``
-    after: Vivado's 7-series naming). ``families`` limits the row to some device families.
+    after: Vivado's 7-series naming); any name may hold ``{q}``, the number the core gives
+    its quad (see :func:`ip_ports`). ``families`` limits the row to some device families,
+    ``roles`` to some shared-logic roles (see :data:`ROLES`), and ``qpll`` to cores whose
+    channels run from the quad PLL.
     """
 
     name: str
@@ -107,6 +113,8 @@ class _Row:
     tie: Width | None = None
     per_lane: bool = False
     families: frozenset[str] | None = None
+    roles: frozenset[str] | None = None
+    qpll: bool = False
 
 
 def _i(name: str, width: Width = 1, **kwargs) -> _Row:
@@ -127,6 +135,33 @@ def _lanes(n: int) -> int:
 
 _7S = frozenset({"7series"})
 _USP = frozenset({"ultrascale_plus"})
+_MASTER = frozenset({"master"})
+
+#: Shared-logic roles of a link core (PG046, PG074 "Shared Logic"; the core's
+#: ``SupportLevel``): ``single`` keeps the shared logic (reference clock buffer, the quad's
+#: COMMON, the user clock module) and shares it with no core; ``master`` keeps it and gives
+#: its clocks to the slaves of its quad; ``slave`` has none (``SupportLevel 0``) and takes
+#: them as inputs. Cores without shared logic to share (Virtex-5, Intel) are ``single``.
+ROLES = ("single", "master", "slave")
+
+#: The clocks a master gives its slaves, by the adapters' pad name (``share_<name>``): the
+#: master's outputs that carry it, first present first, and the slave's inputs that take it.
+#: Names may hold ``{q}`` (see :func:`ip_ports`). Sources as the port tables; the 7-series
+#: 64B/66B master has no QPLL lock output of its own in the tables found, so its
+#: ``gt_pll_lock`` (the lock of the PLL its channels use) stands for it.
+SHARED_CLOCKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "refclk": (("gt_refclk1_out",), ("refclk1_in", "gt_refclk1")),
+    "user_clk": (("user_clk_out",), ("user_clk",)),
+    "sync_clk": (("sync_clk_out",), ("sync_clk",)),
+    "not_locked": (("mmcm_not_locked_out", "pll_not_locked_out"),
+                   ("mmcm_not_locked", "pll_not_locked")),
+    "qpllclk": (("gt_qpllclk_quad{q}_out",), ("gt_qpllclk_quad{q}_in",)),
+    "qpllrefclk": (("gt_qpllrefclk_quad{q}_out",), ("gt_qpllrefclk_quad{q}_in",)),
+    "qplllock": (("gt_qplllock_quad{q}_out", "gt_pll_lock"),
+                 ("gt_qplllock_quad{q}_in", "gt_qplllock_in")),
+    "qpllrefclklost": (("gt_qpllrefclklost_quad{q}_out",),
+                       ("gt_qpllrefclklost_quad{q}", "gt_qpllrefclklost_in")),
+}
 
 
 @dataclass(frozen=True)
@@ -136,7 +171,11 @@ class IpSpec:
 
     ``variants`` are specs of the same protocol for further families whose core is a
     different product (its own table, tool and source); ``width_per_lane`` overrides
-    :data:`optnet.phys.PHY_WIDTH_PER_LANE` for a variant.
+    :data:`optnet.phys.PHY_WIDTH_PER_LANE` for a variant. ``slave_rows`` is the table of
+    the core without shared logic (``SupportLevel 0``), for the families in
+    ``slave_families`` (``slave_source`` says where it is from); ``plls`` are, per family,
+    the transceiver PLLs the core clocks its channels from, in the order it prefers them
+    (:mod:`optnet.devices.transceivers` names).
     """
 
     phy: str
@@ -148,6 +187,14 @@ class IpSpec:
     rows: tuple[_Row, ...]
     variants: tuple[IpSpec, ...] = ()
     width_per_lane: int | None = None
+    slave_rows: tuple[_Row, ...] = ()
+    slave_families: tuple[str, ...] = ()
+    slave_source: str = ""
+    plls: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def pll_order(self, family: str) -> tuple[str, ...]:
+        """The PLLs the core uses on ``family``, preferred first (empty: any)."""
+        return dict(self.plls).get(family, ())
 
     @property
     def all_families(self) -> tuple[str, ...]:
@@ -184,6 +231,7 @@ _AURORA_8B10B_V5 = IpSpec(
     tool="ISE CORE Generator (aurora_8b10b v5.2)",
     families=("virtex5",),
     lanes=tuple(range(1, 17)),
+    plls=(("virtex5", ("PLL",)),),
     source=(
         "Xilinx UG353 LogiCORE IP Aurora 8B/10B v5.2 User Guide (2010-07-23; v5.3 2012-01-17) "
         "and DS637 v5.2 data sheet: Streaming user interface, clock compensation, status, "
@@ -289,6 +337,61 @@ _AURORA_8B10B = IpSpec(
         _o("pll_not_locked_out"),
     ),
     variants=(_AURORA_8B10B_V5,),
+    # PG046 "Line Rate": the core clocks its channels from the CPLL (0.5-6.6 Gb/s).
+    plls=(("7series", ("CPLL",)), ("ultrascale_plus", ("CPLL",))),
+    # Without shared logic: the synth stub of a Streaming-less v11.1 core on the VC707's
+    # xc7vx485t (typhoon-hil/SFP-Simulation-link @668b9920,
+    # source/hdl/vhdl/VC707/coregen/ip/aurora/aurora_stub.v; its framing ports dropped as
+    # Streaming drops them) and the v11.1 block design of a shared pair on a Zynq xc7z030
+    # (haugan7/HSL_FW2KLj @809ee511 design_1_bd.tcl: gt_refclk1_out -> gt_refclk1,
+    # user_clk_out -> user_clk, sync_clk_out -> sync_clk). The channels run from the CPLL, so
+    # the quad PLL inputs are tied off. No such table was found for UltraScale+.
+    slave_families=("7series",),
+    slave_source=(
+        "Xilinx PG046 Aurora 8B/10B v11.1, Shared Logic; synth stub of a SupportLevel 0 core "
+        "(typhoon-hil/SFP-Simulation-link aurora_stub.v, xc7vx485t)"),
+    slave_rows=(
+        _i("s_axi_tx_tdata", lambda n: 32 * n, ascending=True),
+        _i("s_axi_tx_tvalid"),
+        _o("s_axi_tx_tready"),
+        _o("m_axi_rx_tdata", lambda n: 32 * n, ascending=True),
+        _o("m_axi_rx_tvalid"),
+        _i("rxp", _lanes, ascending=True),
+        _i("rxn", _lanes, ascending=True),
+        _o("txp", _lanes, ascending=True),
+        _o("txn", _lanes, ascending=True),
+        _i("gt_refclk1"),
+        _o("hard_err"),
+        _o("soft_err"),
+        _o("lane_up", _lanes, ascending=True),
+        _o("channel_up"),
+        _i("user_clk"),
+        _i("sync_clk"),
+        _i("gt_reset"),
+        _i("reset"),
+        _o("sys_reset_out"),
+        _i("power_down", tie=0),
+        _i("loopback", 3, tie=0),
+        _o("tx_lock"),
+        _i("init_clk_in"),
+        _o("tx_resetdone_out"),
+        _o("rx_resetdone_out"),
+        _o("link_reset_out"),
+        _i("drpclk_in"),
+        _i("drpaddr_in{lane}", 9, tie=0, per_lane=True),
+        _i("drpen_in{lane}", tie=0, per_lane=True),
+        _i("drpdi_in{lane}", 16, tie=0, per_lane=True),
+        _o("drprdy_out{lane}", per_lane=True),
+        _o("drpdo_out{lane}", 16, per_lane=True),
+        _i("drpwe_in{lane}", tie=0, per_lane=True),
+        _i("gt0_qplllock_in", tie=0),
+        _i("gt0_qpllrefclklost_in", tie=0),
+        _o("gt0_qpllreset_out"),
+        _i("gt_qpllclk_quad{q}_in", tie=0),
+        _i("gt_qpllrefclk_quad{q}_in", tie=0),
+        _o("tx_out_clk"),
+        _i("pll_not_locked"),
+    ),
 )
 
 # Aurora 64B/66B v12.0, customised as IP_SETTINGS["aurora_64b66b"]: Streaming, duplex, shared
@@ -340,6 +443,70 @@ _AURORA_64B66B = IpSpec(
         _o("sys_reset_out"),
         _o("gt_reset_out"),
         _o("tx_out_clk"),
+        # A master's quad PLL clocks for its slaves. 7 series: the core numbers its quad
+        # {q} = Y // 4 + 1 up the column (gt_qpllclk_quad2_out at GTXE2_CHANNEL_X0Y4,
+        # gwsu/vivado @1ab0fa30 b2000t_c2c_bram_aurora_64b66b_0_0_stub.v; quad7 at X1Y24,
+        # sangwoojun/bluedbm @57de4150 auroraExt/xilinx/aurora_64b66b_support.v). UltraScale+:
+        # quad1 whatever the quad, and only when the channels use a quad PLL
+        # (DouglasWWolf/eecd @4a178a8b board_aurora_64b66b_0_2_stub.v, GTY at 25.78 Gb/s).
+        _o("gt_qpllclk_quad{q}_out", families=_7S, roles=_MASTER),
+        _o("gt_qpllrefclk_quad{q}_out", families=_7S, roles=_MASTER),
+        _o("gt_qpllclk_quad{q}_out", families=_USP, roles=_MASTER, qpll=True),
+        _o("gt_qpllrefclk_quad{q}_out", families=_USP, roles=_MASTER, qpll=True),
+        _o("gt_qplllock_quad{q}_out", families=_USP, roles=_MASTER, qpll=True),
+        _o("gt_qpllrefclklost_quad{q}_out", families=_USP, roles=_MASTER, qpll=True),
+    ),
+    # The CPLL up to its 6.6 Gb/s (GTX) or 12.5 Gb/s (UltraScale+), the quad PLL above:
+    # 6.25 Gb/s cores run from the CPLL (gwsu/vivado *_gtx.v TXSYSCLKSEL 00), 10 Gb/s on GTX
+    # and 25.78 Gb/s on GTY from QPLL/QPLL0 (bluedbm, eecd gt_common_wrapper.v).
+    plls=(("7series", ("CPLL", "QPLL")), ("ultrascale_plus", ("CPLL", "QPLL0", "QPLL1"))),
+    slave_families=("7series", "ultrascale_plus"),
+    slave_source=(
+        "Xilinx PG074 Aurora 64B/66B v12.0, Shared Logic; SupportLevel 0 cores: "
+        "sangwoojun/bluedbm auroraExt/xilinx/aurora_64b66b_support.v (VC707, four cores on one "
+        "GTXE2_COMMON), qcanic/IIE aurora_64b66b_w256_1375Gbps_stub.v (U280 GTY)"),
+    slave_rows=(
+        _i("s_axi_tx_tdata", lambda n: 64 * n, ascending=True),
+        _i("s_axi_tx_tvalid"),
+        _o("s_axi_tx_tready"),
+        _o("m_axi_rx_tdata", lambda n: 64 * n, ascending=True),
+        _o("m_axi_rx_tvalid"),
+        _i("rxp", _lanes, ascending=True, vector=True),
+        _i("rxn", _lanes, ascending=True, vector=True),
+        _o("txp", _lanes, ascending=True, vector=True),
+        _o("txn", _lanes, ascending=True, vector=True),
+        _i("refclk1_in"),
+        _o("hard_err"),
+        _o("soft_err"),
+        _o("channel_up"),
+        _o("lane_up", _lanes, ascending=True, vector=True),
+        _i("mmcm_not_locked"),
+        _i("user_clk"),
+        _i("sync_clk"),
+        _i("reset_pb"),
+        _i("gt_rxcdrovrden_in", tie=0),
+        _i("power_down", tie=0),
+        _i("loopback", 3, tie=0),
+        _i("pma_init"),
+        _o("gt_pll_lock"),
+        _i("drp_clk_in", families=_7S),
+        _i("gt_qpllclk_quad{q}_in", families=_7S),
+        _i("gt_qpllrefclk_quad{q}_in", families=_7S),
+        _o("gt_to_common_qpllreset_out", families=_7S),
+        _i("gt_qplllock_in", families=_7S),
+        _i("gt_qpllrefclklost_in", families=_7S),
+        _i("gt_qpllclk_quad{q}_in", families=_USP, qpll=True),
+        _i("gt_qpllrefclk_quad{q}_in", families=_USP, qpll=True),
+        _i("gt_qplllock_quad{q}_in", families=_USP, qpll=True),
+        # Without "_in" in the UltraScale+ core (qcanic/IIE stub).
+        _i("gt_qpllrefclklost_quad{q}", families=_USP, qpll=True),
+        _o("gt_to_common_qpllreset_out", families=_USP, qpll=True),
+        _i("init_clk"),
+        _o("link_reset_out"),
+        _o("sys_reset_out"),
+        _o("tx_out_clk"),
+        _o("gt_powergood", _lanes, vector=True, families=_USP),
+        _o("bufg_gt_clr_out", families=_USP),
     ),
 )
 
@@ -351,6 +518,8 @@ _SERIAL_LITE_3 = IpSpec(
     title="Intel Serial Lite III Streaming",
     tool="Quartus Prime Pro (seriallite_iii_streaming)",
     families=("stratix10",),
+    # The TX serial clock comes from ATX PLL IP outside the core (GXT needs the ATX PLL).
+    plls=(("stratix10", ("ATX",)),),
     lanes=tuple(range(1, 25)),
     source=(
         "Intel UG-683330 Serial Lite III Streaming Intel FPGA IP User Guide (2024-05-23), "
@@ -416,6 +585,8 @@ _INTERLAKEN = IpSpec(
     title="Intel Interlaken (2nd Generation)",
     tool="Quartus Prime Pro (Interlaken 2nd Generation)",
     families=("stratix10",),
+    # The TX serial clock comes from ATX PLL IP outside the core (GXT needs the ATX PLL).
+    plls=(("stratix10", ("ATX",)),),
     lanes=(4, 8),
     source=(
         "Intel UG-683396 Interlaken (2nd Generation) Intel FPGA IP User Guide (2023-12-04), "
@@ -491,8 +662,10 @@ VENDOR_PHYS: tuple[str, ...] = tuple(_SPECS)
 
 #: Customisation the vendor project script must give each IP (Vivado ``CONFIG.*`` user
 #: parameters; for Quartus, the parameter-editor settings) so that the generated module has
-#: the ports :func:`ip_ports` lists. ``{lanes}`` is the link's lane count. These are the
-#: settings of each protocol's default families; :func:`ip_settings` gives them per family.
+#: the ports :func:`ip_ports` lists. ``{lanes}`` is the link's lane count,
+#: ``{support_level}`` the core's shared-logic role (:data:`ROLES`: 1 for a single or master
+#: core, 0 for a slave). These are the settings of each protocol's default families;
+#: :func:`ip_settings` gives them per family.
 IP_SETTINGS: dict[str, dict[str, str]] = {
     "aurora_8b10b": {
         "C_AURORA_LANES": "{lanes}",
@@ -500,10 +673,13 @@ IP_SETTINGS: dict[str, dict[str, str]] = {
         "Interface_Mode": "Streaming",
         "Dataflow_Config": "Duplex",
         "Flow_Mode": "None",
-        "SupportLevel": "1",
+        "SupportLevel": "{support_level}",
         "C_USE_CRC": "false",
         "C_USE_BYTESWAP": "false",
         "TransceiverControl": "false",
+        # The adapter drives init_clk_in with one clock (haugan7/HSL_FW2KLj design_1_bd.tcl:
+        # SINGLEEND_INITCLK true gives init_clk_in; false, init_clk_p/_n).
+        "SINGLEEND_INITCLK": "true",
         "SINGLEEND_GTREFCLK": "false",
         "DRP_FREQ": "init clock frequency (drpclk_in is driven by init_clk on 7 series)",
     },
@@ -512,7 +688,7 @@ IP_SETTINGS: dict[str, dict[str, str]] = {
         "interface_mode": "Streaming",
         "dataflow_config": "Duplex",
         "flow_mode": "None",
-        "SupportLevel": "1",
+        "SupportLevel": "{support_level}",
         "drp_mode": "Disabled",
         "SINGLEEND_INITCLK": "true",
         "SINGLEEND_GTREFCLK": "false",
@@ -649,7 +825,8 @@ def _value(width: Width, lanes: int) -> int:
     return width(lanes) if callable(width) else width
 
 
-def ip_ports(phy: str, lanes: int, family: str | None = None) -> tuple[IpPort, ...]:
+def ip_ports(phy: str, lanes: int, family: str | None = None, *, role: str = "single",
+             quad: int = 1, qpll: bool = False) -> tuple[IpPort, ...]:
     """The ports of the module the vendor tool generates for ``phy`` over ``lanes`` lanes.
 
     Parameters
@@ -659,6 +836,12 @@ def ip_ports(phy: str, lanes: int, family: str | None = None) -> tuple[IpPort, .
     lanes : int
     family : str, optional
         Port-table family (see :func:`ip_family`); ``None`` for the protocol's default.
+    role : str
+        Shared-logic role of the core (:data:`ROLES`).
+    quad : int
+        The number the core gives its (first) quad in port names (``{q}`` in the tables).
+    qpll : bool
+        The core's channels run from the quad PLL.
 
     Returns
     -------
@@ -677,13 +860,19 @@ def ip_ports(phy: str, lanes: int, family: str | None = None) -> tuple[IpPort, .
             f"{phy} supports {spec.lanes[0]}..{spec.lanes[-1]} lanes, not {lanes}"
             if len(spec.lanes) > 2 else
             f"{phy} supports {' or '.join(map(str, spec.lanes))} lanes, not {lanes}")
+    if role == "slave" and family not in spec.slave_families:
+        raise ValueError(
+            f"{phy} on {family} has no known port list without shared logic, so it cannot "
+            f"take its clocks from another core of its quad")
     ports: list[IpPort] = []
-    rows = [r for r in spec.rows if r.families is None or family in r.families]
+    rows = [r for r in (spec.slave_rows if role == "slave" else spec.rows)
+            if (r.families is None or family in r.families)
+            and (r.roles is None or role in r.roles) and (qpll or not r.qpll)]
     i = 0
     while i < len(rows):
         row = rows[i]
         if not row.per_lane:
-            ports.append(_port(row, row.name, lanes))
+            ports.append(_port(row, row.name.format(q=quad), lanes))
             i += 1
             continue
         # A run of per-lane rows repeats as a group, lane by lane, as Vivado declares them.
@@ -694,7 +883,7 @@ def ip_ports(phy: str, lanes: int, family: str | None = None) -> tuple[IpPort, .
         for k in range(lanes):
             suffix = "" if k == 0 else f"_lane{k}"
             for r in group:
-                ports.append(_port(r, r.name.format(k=k, lane=suffix), lanes))
+                ports.append(_port(r, r.name.format(k=k, lane=suffix, q=quad), lanes))
     return tuple(ports)
 
 
@@ -702,3 +891,10 @@ def _port(row: _Row, name: str, lanes: int) -> IpPort:
     tie = None if row.tie is None else _value(row.tie, lanes)
     return IpPort(name, row.direction, _value(row.width, lanes), row.ascending, row.vector, tie)
 
+
+
+def quad_number(family: str, group: int) -> int:
+    """The number a core of port-table family ``family`` gives, in its port names, to the
+    quad at position ``group`` of its column (``{q}`` in the tables): 7 series counts quads
+    from 1 at the bottom of the column; UltraScale+ calls the core's own quad 1."""
+    return group + 1 if family == "7series" else 1

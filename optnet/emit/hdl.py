@@ -59,8 +59,11 @@ def node_files(plan: NodePlan, executor: Executor | None = None) -> dict[str, st
     for port in plan.ports:
         if port.phy != "lvds":
             name = ip_name(port)
+            x = port.xcvr
+            share = {} if x is None or x.role == "single" else {
+                "role": x.role, "quad": x.quad, "qpll": x.qpll}
             files[f"stubs/{name}.v"] = stub_verilog(port.phy, len(port.lanes), name,
-                                                    family=plan.family)
+                                                    family=plan.family, **share)
     used = {name for name in PRIMITIVES if re.search(rf"^\s*{name}\b", verilog, re.M)}
     if used:
         files["stubs/primitives.v"] = primitive_stubs(used)

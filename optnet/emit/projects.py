@@ -289,7 +289,8 @@ def project_files(plan: NodePlan, board: BoardDesc, files: list[str], *,
         With the reason the project cannot be generated (missing RTL or constraints, an
         unknown part or transceiver site, ports that cannot share an IP).
     """
-    if clocks is None and board.vendor == "intel":
+    # The init clock the Aurora cores are told of is the one the board top feeds them.
+    if clocks is None and board.vendor in ("intel", "xilinx"):
         clocks = _clock_plan(plan, board)
     if board.vendor == "xilinx":
         if board.family == "virtex5":

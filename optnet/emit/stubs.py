@@ -80,7 +80,12 @@ def primitive_stubs(names: set[str]) -> str:
     return render_template("hw/primitive_stubs.v.j2", cells=cells)
 
 
-def stub_verilog(phy: str, lanes: int, ip_name: str, family: str | None = None) -> str:
+_ROLE_TITLE = {"master": "shared logic in core, clocks shared with the quad's other cores",
+               "slave": "shared logic outside the core (clocks from the quad's master)"}
+
+
+def stub_verilog(phy: str, lanes: int, ip_name: str, family: str | None = None, *,
+                 role: str = "single", quad: int = 1, qpll: bool = False) -> str:
     """A black-box Verilog module with the exact port list of the generated IP.
 
     Lets ``verilator --lint-only`` and Yosys process designs that instantiate the IP when
@@ -89,7 +94,7 @@ def stub_verilog(phy: str, lanes: int, ip_name: str, family: str | None = None) 
 
     Parameters
     ----------
-    phy, lanes, family
+    phy, lanes, family, role, quad, qpll
         As for :func:`optnet.devices.linkip.ip_ports`.
     ip_name : str
         Module name the vendor project gives the generated IP.
@@ -101,15 +106,15 @@ def stub_verilog(phy: str, lanes: int, ip_name: str, family: str | None = None) 
     """
     family = ip_family(phy, family)
     spec = ip_spec(phy, family)
-    ports = ip_ports(phy, lanes, family)
+    ports = ip_ports(phy, lanes, family, role=role, quad=quad, qpll=qpll)
     return render_template(
         "hw/ip_stub.v.j2",
         module=ip_name,
-        title=spec.title,
+        title=spec.title if role == "single" else f"{spec.title}, {_ROLE_TITLE[role]}",
         tool=spec.tool,
         family=family,
         lanes=lanes,
-        source=spec.source,
+        source=spec.slave_source if role == "slave" else spec.source,
         ports=ports,
         ascending=any(p.ascending and p.width > 1 for p in ports),
     )

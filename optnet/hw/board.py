@@ -382,6 +382,11 @@ class BoardTop(wiring.Component):
                 serial, tlocked = tx_serial[p]
                 m.d.comb += [pad("tx_serial_clk").eq(serial), pad("tx_pll_locked").eq(tlocked)]
 
+        # -- reference clock controls: held at the board file's levels ---------------------
+        for tp in self.ports:
+            if tp.kind == "drive":
+                m.d.comb += getattr(self, tp.name).eq(tp.level)
+
         # -- status LEDs ----------------------------------------------------------------------
         if board.leds is not None:
             leds = self._leds(m, sigs, status)

@@ -73,6 +73,12 @@ def lvds_family(name: str) -> str:
     return lvds
 
 
+def _share_pad(pad: str) -> bool:
+    """Whether adapter pad ``pad`` carries a master's clocks to a slave
+    (:data:`optnet.devices.linkip.SHARED_CLOCKS`), which stay inside the node."""
+    return pad.startswith("share_")
+
+
 class NodeTop(wiring.Component):
     """Router (or nothing but a hub when the node has no links), link layers, PHY adapters
     and endpoints of one node.
@@ -127,7 +133,7 @@ class NodeTop(wiring.Component):
                 adapter = self._adapter(port)
                 self._adapters[p] = adapter
                 for pad, member in adapter.signature.members.items():
-                    if pad not in ("tx", "rx", "up"):
+                    if pad not in ("tx", "rx", "up") and not _share_pad(pad):
                         members[f"port{p}_{pad}"] = member
         super().__init__(members)
 
@@ -136,8 +142,13 @@ class NodeTop(wiring.Component):
             from optnet.hw.phy.lvds import LvdsPhy
             return LvdsPhy(len(port.lanes), f"phy{port.port}", lvds_family(self.plan.family))
         from optnet.hw.phy.vendor import make_vendor_phy
-        return make_vendor_phy(port.phy, len(port.lanes), f"phy{port.port}",
-                               ip_name(port), family=self.plan.family)
+        x = port.xcvr
+        if x is None or x.role == "single":
+            return make_vendor_phy(port.phy, len(port.lanes), f"phy{port.port}",
+                                   ip_name(port), family=self.plan.family)
+        return make_vendor_phy(port.phy, len(port.lanes), f"phy{port.port}", ip_name(port),
+                               family=self.plan.family, role=x.role, quad=x.quad,
+                               qpll=x.qpll)
 
     def elaborate(self, platform):
         m = Module()
@@ -196,6 +207,12 @@ class NodeTop(wiring.Component):
             m.d.comb += link.phy_up.eq(adapter.up)
             for pad in adapter.signature.members:
                 if pad in ("tx", "rx", "up"):
+                    continue
+                if _share_pad(pad):
+                    # A slave's quad clocks come from its master's core, inside the node.
+                    if adapter.signature.members[pad].flow == In:
+                        master = self._adapters[port.xcvr.master]
+                        m.d.comb += getattr(adapter, pad).eq(getattr(master, pad))
                     continue
                 outer, inner = getattr(self, f"port{p}_{pad}"), getattr(adapter, pad)
                 if adapter.signature.members[pad].flow == Out:

@@ -21,6 +21,7 @@ from optnet.devices.linkip import VENDOR_PHYS, ip_ports, user_width_for
 from optnet.diagnostics import Finding
 from optnet.model import arg_bits, endpoint_credits, model_params
 from optnet.plan.configs import EndpointConfig, FlitFormat, LinkConfig, RouterConfig, clog2
+from optnet.plan.transceivers import LinkPort, PortXcvr, XcvrPlan, transceiver_plan
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.proof import Waits, prove
 from optnet.routing.route import Routed
@@ -37,7 +38,8 @@ HW_PHYS = ("aurora_8b10b", "aurora_64b66b", "serial_lite_3", "interlaken", "lvds
 
 class PlanError(Exception):
     """The cluster is valid but its hardware cannot be generated; ``args`` are the
-    :class:`~optnet.diagnostics.Finding` s (E30x), one per problem."""
+    :class:`~optnet.diagnostics.Finding` s (E30x, and E33x for transceiver rules), one per
+    problem."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,8 @@ class PortPlan:
     peer : str
         ``node.port`` at the far end.
     link : LinkConfig
+    xcvr : PortXcvr or None
+        Its transceiver plan (shared-logic role, PLL, quads); None for LVDS.
     """
 
     port: int
@@ -69,6 +73,7 @@ class PortPlan:
     line_rate: int
     peer: str
     link: LinkConfig
+    xcvr: PortXcvr | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,8 @@ class NodePlan:
     table : NodeTable or None
         The routing stage's tables (the router's memories are initialised from them); None
         in a plan made without tables (for lint).
+    xcvr : XcvrPlan
+        The transceiver plan (:mod:`optnet.plan.transceivers`).
     """
 
     node: str
@@ -107,13 +114,15 @@ class NodePlan:
     endpoints: tuple[EndpointConfig, ...]
     endpoint_names: tuple[str, ...]
     table: NodeTable | None
+    xcvr: XcvrPlan = dataclasses.field(default_factory=XcvrPlan)
 
     def role(self) -> tuple:
         """Everything but the tables and names: nodes with equal roles have identical
         hardware apart from table contents and the node id."""
         return (self.board, self.fmt, dataclasses.replace(
             self.router, unicast=(), multicast=(), node_id=0), tuple(
-            (p.port, p.board_port, p.lanes, p.phy, p.line_rate, p.link) for p in self.ports),
+            (p.port, p.board_port, p.lanes, p.phy, p.line_rate, p.link, p.xcvr)
+            for p in self.ports),
             tuple(dataclasses.replace(e, node_id=0) for e in self.endpoints))
 
 
@@ -176,6 +185,8 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
     plans = []
     configs: dict[tuple[int, int, int], LinkConfig] = {}
     roles: set[tuple] = set()
+    xcvrs: dict[tuple, XcvrPlan] = {}
+    xcvr_findings: list[Finding] = []
     for table, node in zip(node_tables(routed) if tables else [None] * len(cluster.nodes),
                            cluster.nodes, strict=True):
         x = node.index
@@ -188,12 +199,19 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
             width = _user_width(link.phy, link.lanes, node.board.family)
             links.append((routed.net.out_port[c], own, far, link, width,
                           params.replay_window(link)))
-        if one_per_role:
-            role = (node.board.name, tuple((p, own.port, own.lanes, link.phy, link.line_rate, w,
-                                            win) for p, own, _, link, w, win in links))
-            if role in roles:
-                continue
-            roles.add(role)
+        role = (node.board.name, tuple((p, own.port, own.lanes, link.phy, link.line_rate, w,
+                                        win) for p, own, _, link, w, win in links))
+        if one_per_role and role in roles:
+            continue
+        roles.add(role)
+        if role not in xcvrs:
+            # A role's transceivers are its board's and ports'; its first node speaks for it.
+            xcvrs[role], found = transceiver_plan(node.name, node.board, [
+                LinkPort(p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
+                         int(link.line_rate.value), link.origin, link.setting_paths("lanes"))
+                for p, own, _, link, _, _ in links if link.phy in VENDOR_PHYS])
+            xcvr_findings += found
+        xcvr = xcvrs[role]
         ports = []
         fam = families.family(node.board.family)
         side_ram = fam.wide_ram
@@ -204,7 +222,7 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
                                           crc_bits=params.crc_bits, side_ram=side_ram)
             ports.append(PortPlan(
                 p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
-                int(link.line_rate.value), str(far), configs[key]))
+                int(link.line_rate.value), str(far), configs[key], xcvr.ports.get(p)))
         # The local port's "receiver" is the hub, which takes flits straight into the
         # endpoints and returns each credit at once; two packets' worth keeps it streaming.
         router = RouterConfig(
@@ -227,7 +245,9 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
         plans.append(NodePlan(
             node.name, node.id, board.name, board.vendor, board.family, board.part,
             float(net.clock.value), fmt, router, tuple(ports), endpoints,
-            tuple(ep.name for ep in eps), table))
+            tuple(ep.name for ep in eps), table, xcvr))
+    if xcvr_findings:
+        raise PlanError(*xcvr_findings)
     return plans
 
 

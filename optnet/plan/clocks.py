@@ -56,7 +56,7 @@ from fractions import Fraction
 
 from optnet.devices.families import family
 from optnet.devices.plls import MHZ, PLL_LIMITS, PllLimits
-from optnet.plan import NodePlan
+from optnet.plan import NodePlan, PortPlan
 from optnet.plan.ip import atx_pll_name
 from optnet.spec.models import BoardDesc
 
@@ -72,6 +72,7 @@ __all__ = [
     "PllError",
     "PllSetting",
     "TxPllSettings",
+    "buffers_refclk",
     "clock_plan",
     "pll_kind",
     "refclk_port_name",
@@ -719,9 +720,15 @@ def refclk_port_name(plan: NodePlan, board: BoardDesc, board_port: str) -> str:
     reference clock uses the same pins."""
     key = _refclk_key(board, board_port)
     for port in plan.ports:
-        if port.phy != "lvds" and _refclk_key(board, port.board_port) == key:
+        if buffers_refclk(port) and _refclk_key(board, port.board_port) == key:
             return f"{port.board_port}_refclk"
     return f"{board_port}_refclk"
+
+
+def buffers_refclk(port: PortPlan) -> bool:
+    """Whether ``port``'s link core takes a reference clock from the board's pins: every
+    transceiver core but a slave, which takes its master's (:mod:`optnet.plan.transceivers`)."""
+    return port.phy != "lvds" and (port.xcvr is None or port.xcvr.role != "slave")
 
 
 def clock_plan(plan: NodePlan, board: BoardDesc) -> ClockPlan:

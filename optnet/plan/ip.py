@@ -123,6 +123,9 @@ class LinkIp:
     params : tuple of IpParam
     notes : tuple of str
         Comment lines for the script (where values come from, what is unconfirmed).
+    role, quad, qpll
+        The core's shared-logic role, quad number and PLL (the transceiver plan's, as
+        :func:`optnet.devices.linkip.ip_ports` takes them).
     """
 
     name: str
@@ -138,6 +141,9 @@ class LinkIp:
     ports: tuple[PortPlan, ...]
     params: tuple[IpParam, ...]
     notes: tuple[str, ...] = ()
+    role: str = "single"
+    quad: int = 1
+    qpll: bool = False
 
     @property
     def board_ports(self) -> tuple[str, ...]:
@@ -177,8 +183,16 @@ def _env_name(*parts: str) -> str:
 
 def ip_name(port: PortPlan) -> str:
     """Module name of the vendor IP behind ``port``: one IP per protocol and lane count, so
-    a node's ports with the same configuration share one generated core."""
-    return f"optnet_{port.phy}_x{len(port.lanes)}"
+    a node's ports with the same configuration share one generated core; a core that shares
+    its quad's clocks (a ``master``, or a ``slave`` taking them) has port names that depend
+    on its quad, so it is one IP per quad: ``optnet_<phy>_x<lanes>_<role>_x<column>q<quad>``
+    (the transceiver plan's column and quad position)."""
+    base = f"optnet_{port.phy}_x{len(port.lanes)}"
+    xcvr = port.xcvr
+    if xcvr is None or xcvr.role == "single" or not xcvr.groups:
+        return base
+    column, group = xcvr.groups[0]
+    return f"{base}_{xcvr.role}_x{column}q{group}"
 
 
 # --------------------------------------------------------------------------- link IP
@@ -284,14 +298,22 @@ _VIVADO_COMPONENT = {"aurora_8b10b": "aurora_8b10b", "aurora_64b66b": "aurora_64
 _VIVADO_DERIVED = {"DRP_FREQ"}
 
 
-def _literal_settings(phy: str, family: str, lanes: int) -> list[IpParam]:
-    """:func:`ip_settings` as literal parameters, ``{lanes}`` filled in; computed ones
-    (:data:`_VIVADO_DERIVED`) are left to the caller."""
+def _share(port: PortPlan) -> tuple[str, int, bool]:
+    """(role, quad, qpll) of ``port``'s core, from the transceiver plan."""
+    x = port.xcvr
+    return ("single", 1, False) if x is None else (x.role, x.quad, x.qpll)
+
+
+def _literal_settings(phy: str, family: str, lanes: int, role: str) -> list[IpParam]:
+    """:func:`ip_settings` as literal parameters, ``{lanes}`` and ``{support_level}`` (the
+    core's shared-logic role) filled in; computed ones (:data:`_VIVADO_DERIVED`) are left to
+    the caller."""
     params = []
     for key, value in ip_settings(phy, family).items():
         if key in _VIVADO_DERIVED:
             continue
-        value = value.replace("{lanes}", str(lanes))
+        value = value.replace("{lanes}", str(lanes)).replace(
+            "{support_level}", "0" if role == "slave" else "1")
         if "{" in value or "(" in value or " " in value.strip():
             raise ProjectError(
                 f"The {phy} setting {key} = '{value}' in optnet.devices.linkip is a "
@@ -306,7 +328,8 @@ def _xilinx_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan
     lanes = len(first.lanes)
     family = ip_family(first.phy, board.family)
     refclk_var = f"refclk_mhz({name})"
-    vendor = _literal_settings(first.phy, family, lanes)
+    role = first.xcvr.role if first.xcvr else "single"
+    vendor = _literal_settings(first.phy, family, lanes, role)
     params = [
         *(IpParam(key, "$init_clk_mhz", var=True)
           for key in ip_settings(first.phy, family) if key in _VIVADO_DERIVED),
@@ -367,6 +390,16 @@ def _xilinx_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan
         notes.append(f"Shared by ports {', '.join(p.name for p in ports)}: the IP is placed "
                      f"for port {first.name}; the constraints file places the GT channels "
                      f"of the other instances.")
+    x = first.xcvr
+    if x is not None and x.role == "master":
+        notes.append(f"Shared logic in the core (SupportLevel 1): it buffers the reference "
+                     f"clock, holds the quad's COMMON ({x.pll} in use) and gives its clocks "
+                     f"to the quad's other cores (PG046/PG074 Shared Logic).")
+    elif x is not None and x.role == "slave":
+        master = next(p.name for p in plan.ports if p.port == x.master)
+        notes.append(f"No shared logic (SupportLevel 0): it takes the reference clock, the "
+                     f"quad PLL's clocks and the user clocks from the core of port {master} "
+                     f"(PG046/PG074 Shared Logic).")
     # A computed parameter must not silently override one of the adapter's settings.
     clash = sorted({p.name for p in vendor} & {p.name for p in params})
     if clash:
@@ -377,7 +410,7 @@ def _xilinx_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan
     return LinkIp(name, first.phy, _VIVADO_COMPONENT[first.phy], family, lanes,
                   first.line_rate, user_width_for(first.phy, lanes, family), refclk,
                   refclk_var, _env_name("OPTNET_REFCLK_MHZ", name), tuple(ports),
-                  tuple(params), tuple(notes))
+                  tuple(params), tuple(notes), *_share(first))
 
 
 # ISE CORE Generator (Virtex-5): the CSET names are those of ip_settings("aurora_8b10b",

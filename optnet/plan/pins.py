@@ -17,7 +17,7 @@ from fractions import Fraction
 from optnet.devices.families import family
 from optnet.devices.plls import MHZ
 from optnet.plan import NodePlan
-from optnet.plan.clocks import ClockPlan, clock_plan, refclk_port_name
+from optnet.plan.clocks import ClockPlan, buffers_refclk, clock_plan, refclk_port_name
 from optnet.spec.models import BoardDesc
 
 __all__ = [
@@ -48,11 +48,14 @@ class TopPort:
         Board-file package pin of each bit; ``None`` where the board file gives none.
     iostandard : str or None
     kind : str
-        ``clock``, ``led``, ``refclk``, ``gt`` (transceiver serial pin) or ``lvds``.
+        ``clock``, ``led``, ``refclk``, ``drive`` (a reference clock's oscillator control,
+        held at ``level``), ``gt`` (transceiver serial pin) or ``lvds``.
     sites : tuple of (str or None)
         Transceiver channel site of each bit (``gt`` ports).
     what : str
         What the port is, in words (for comments).
+    level : int or None
+        The constant a ``drive`` port holds.
     """
 
     name: str
@@ -63,6 +66,7 @@ class TopPort:
     kind: str
     sites: tuple[str | None, ...] = ()
     what: str = ""
+    level: int | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,7 @@ def top_ports(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
                              board.leds.iostandard, "led", what="status LEDs"))
     seen = set()
     for port in plan.ports:
-        if port.phy == "lvds":
+        if not buffers_refclk(port):
             continue
         name = refclk_port_name(plan, board, port.board_port)
         if name in seen:
@@ -136,6 +140,12 @@ def top_ports(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
         if diff:
             ports.append(TopPort(f"{name}_n", "i", 1, (rc.n if rc else None,), None,
                                  "refclk", what=what))
+        # The clock's oscillator controls (frequency select, output enable), held at the
+        # levels the board file gives for the frequency it states.
+        for k, drive in enumerate(rc.drive if rc else ()):
+            ports.append(TopPort(f"{name}_ctl{k}", "o", 1, (drive.pin,), drive.iostandard,
+                                 "drive", what=drive.what or f"control of {what}",
+                                 level=drive.level))
     for port in plan.ports:
         bp = board.ports[port.board_port]
         lanes = [bp.lanes[i] for i in port.lanes]
@@ -286,6 +296,8 @@ def clock_constraints(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = N
         if port.phy == "lvds":
             groups.append(ClockGroup(f"port{p}_rclk", (ClockRef("port", f"port{p}_rclk"),)))
         elif port.phy in ("aurora_8b10b", "aurora_64b66b") and board.family != "virtex5":
+            if port.xcvr is not None and port.xcvr.role == "slave":
+                continue        # clocked by its master's user clock, in the master's group
             groups.append(ClockGroup(f"port{p}_user", (ClockRef(
                 "ip", f"port{p}_user", f"{NET_INSTANCE}/phy{p}/ip/user_clk_out"),)))
         elif port.phy in ("serial_lite_3", "interlaken"):

@@ -36,6 +36,7 @@ from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from optnet.devices.linkip import (
+    SHARED_CLOCKS,
     V5_AURORA_REFCLK,
     ip_family,
     ip_ports,
@@ -81,17 +82,23 @@ class _VendorPhy(PhyInterface):
         Port-table family (see :func:`optnet.devices.linkip.ip_family`).
     pads : dict
         Pad members of the concrete adapter.
+    role, quad, qpll
+        The core's shared-logic role, quad number and PLL (as
+        :func:`optnet.devices.linkip.ip_ports`).
     """
 
     PHY = ""
 
     def __init__(self, lanes: int, domain: str, ip_name: str, family: str | None,
-                 pads: dict):
+                 pads: dict, role: str = "single", quad: int = 1, qpll: bool = False):
         self.lanes = lanes
         self.ip_name = ip_name
+        self.role = role
+        self.quad = quad
         try:
             self.family = ip_family(self.PHY, family)
-            self.ports = ip_ports(self.PHY, lanes, self.family)
+            self.ports = ip_ports(self.PHY, lanes, self.family, role=role, quad=quad,
+                                  qpll=qpll)
         except ValueError:
             _discard(self)
             raise
@@ -166,29 +173,65 @@ def _serial_pads(lanes: int, differential: bool) -> dict:
     return pads
 
 
-class _AuroraPhy(_VendorPhy):
-    """Shared elaboration of the two Aurora cores (Streaming interface, shared logic in core).
+def _aurora_pads(lanes: int, role: str) -> dict:
+    # A slave has no reference clock pins: its master's core buffers the pad and passes the
+    # clock on, with the quad PLL and user clocks, through the share_* pads (Out on the
+    # master, In on the slave), which the node connects inside (optnet.hw.top).
+    pads = _serial_pads(lanes, differential=True)
+    if role == "slave":
+        del pads["gt_refclk_p"], pads["gt_refclk_n"]
+    if role != "single":
+        flow = Out if role == "master" else In
+        pads.update({f"share_{name}": flow(1) for name in SHARED_CLOCKS})
+    return pads
 
-    The user domain runs on the core's ``user_clk_out`` and is held in reset while the core
-    reports ``sys_reset_out`` or the channel is down, so the link layer restarts cleanly
-    after every channel loss. ``up`` is ``channel_up``.
+
+class _AuroraPhy(_VendorPhy):
+    """Shared elaboration of the two Aurora cores (Streaming interface).
+
+    The user domain runs on the core's ``user_clk_out`` (a slave's: its master's, from the
+    ``share_user_clk`` pad) and is held in reset while the core reports ``sys_reset_out`` or
+    the channel is down, so the link layer restarts cleanly after every channel loss. ``up``
+    is ``channel_up``.
+
+    A ``single`` or ``master`` core keeps the shared logic (PG046/PG074 "Shared Logic"): it
+    buffers the reference clock from the ``gt_refclk_p``/``_n`` pads and holds its quad's
+    COMMON; a master also drives the ``share_<clock>`` pads
+    (:data:`optnet.devices.linkip.SHARED_CLOCKS`) from its outputs, and a ``slave`` core,
+    without shared logic, takes them in their place.
     """
 
-    def __init__(self, lanes: int, domain: str, ip_name: str, family: str | None = None):
-        super().__init__(lanes, domain, ip_name, family, _serial_pads(lanes, differential=True))
+    def __init__(self, lanes: int, domain: str, ip_name: str, family: str | None = None,
+                 role: str = "single", quad: int = 1, qpll: bool = False):
+        super().__init__(lanes, domain, ip_name, family, _aurora_pads(lanes, role), role,
+                         quad, qpll)
 
     def _common_drive(self) -> dict:
-        return {
+        drive = {
             "s_axi_tx_tdata": self.tx.payload,
             "s_axi_tx_tvalid": self.tx.valid,
             "rxp": self.rxp,
             "rxn": self.rxn,
-            "gt_refclk1_p": self.gt_refclk_p,
-            "gt_refclk1_n": self.gt_refclk_n,
         }
+        if self.role != "slave":
+            drive.update({"gt_refclk1_p": self.gt_refclk_p, "gt_refclk1_n": self.gt_refclk_n})
+            return drive
+        # A slave's inputs from its master; the table's tie-offs stand for clocks of a PLL
+        # the core does not use.
+        inputs = {p.name for p in self.ports if p.direction == "input" and p.tie is None}
+        for pad, (_, names) in SHARED_CLOCKS.items():
+            for name in names:
+                if name.format(q=self.quad) in inputs:
+                    drive[name.format(q=self.quad)] = getattr(self, f"share_{pad}")
+        return drive
 
     def _finish(self, m: Module, ip: dict[str, Signal]) -> None:
-        self._user_domain(m, ip["user_clk_out"], ip["sys_reset_out"] | ~ip["channel_up"])
+        if self.role == "master":
+            for pad, (names, _) in SHARED_CLOCKS.items():
+                found = [ip[n.format(q=self.quad)] for n in names if n.format(q=self.quad) in ip]
+                m.d.comb += getattr(self, f"share_{pad}").eq(found[0] if found else 0)
+        user_clk = self.share_user_clk if self.role == "slave" else ip["user_clk_out"]
+        self._user_domain(m, user_clk, ip["sys_reset_out"] | ~ip["channel_up"])
         m.d.comb += [
             self.tx.ready.eq(ip["s_axi_tx_tready"]),
             self.rx.payload.eq(ip["m_axi_rx_tdata"]),
@@ -309,7 +352,8 @@ class AuroraPhy8b10b(_AuroraPhy):
 
     PHY = "aurora_8b10b"
 
-    def __init__(self, lanes: int, domain: str, ip_name: str, family: str | None = None):
+    def __init__(self, lanes: int, domain: str, ip_name: str, family: str | None = None,
+                 role: str = "single", quad: int = 1, qpll: bool = False):
         try:
             virtex5 = ip_family(self.PHY, family) == "virtex5"
         except ValueError:
@@ -319,7 +363,7 @@ class AuroraPhy8b10b(_AuroraPhy):
             _VendorPhy.__init__(self, lanes, domain, ip_name, family,
                                 _virtex5_aurora_pads(lanes))
         else:
-            super().__init__(lanes, domain, ip_name, family)
+            super().__init__(lanes, domain, ip_name, family, role, quad, qpll)
 
     def elaborate(self, platform):
         if self.family == "virtex5":
@@ -629,7 +673,8 @@ _CLASSES = {
 
 
 def make_vendor_phy(phy: str, lanes: int, domain: str, ip_name: str,
-                    family: str | None = None) -> PhyInterface:
+                    family: str | None = None, *, role: str = "single", quad: int = 1,
+                    qpll: bool = False) -> PhyInterface:
     """The adapter for ``phy`` over ``lanes`` lanes.
 
     Parameters
@@ -643,6 +688,9 @@ def make_vendor_phy(phy: str, lanes: int, domain: str, ip_name: str,
         Module name the vendor project script gives the generated IP.
     family : str, optional
         Board family or port-table family (see :func:`optnet.devices.linkip.ip_family`).
+    role, quad, qpll
+        Shared-logic role, quad number and PLL of the core (the transceiver plan's; only the
+        Aurora cores share).
 
     Raises
     ------
@@ -650,4 +698,7 @@ def make_vendor_phy(phy: str, lanes: int, domain: str, ip_name: str,
         For an unknown protocol, unsupported family or lane count.
     """
     ip_spec(phy)
-    return _CLASSES[phy](lanes, domain, ip_name, family=family)
+    if role == "single":
+        return _CLASSES[phy](lanes, domain, ip_name, family=family)
+    return _CLASSES[phy](lanes, domain, ip_name, family=family, role=role, quad=quad,
+                         qpll=qpll)

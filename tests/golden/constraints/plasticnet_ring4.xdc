@@ -34,5 +34,4 @@ set_clock_groups -asynchronous \
     -group [get_clocks -of_objects [get_pins pll/CLKOUT0]] \
     -group [get_clocks clk_ref] \
     -group [get_clocks -of_objects [get_pins pll/CLKOUT1]] \
-    -group [get_clocks -of_objects [get_pins net/phy1/ip/user_clk_out]] \
-    -group [get_clocks -of_objects [get_pins net/phy2/ip/user_clk_out]]
+    -group [get_clocks -of_objects [get_pins net/phy1/ip/user_clk_out]]

@@ -130,10 +130,11 @@ project set top n0_top
 
 # "process run" is true once the process starts, whatever its end (Xilinx AR#36936); its
 # status says how it ended, and a run with warnings ("warnings") succeeded as one without
-# ("up_to_date"), as ISE's own generated project scripts take it.
+# ("up_to_date"), as ISE's own generated project scripts take it. (lsearch, not "ni": ISE's
+# xtclsh is Tcl 8.4.)
 process run "Generate Programming File"
 set status [process get "Generate Programming File" status]
-if {$status ni {up_to_date warnings}} {
+if {[lsearch -exact {up_to_date warnings} $status] < 0} {
     project close
     error "optnet: the ISE build of node n0 failed (status $status); see the logs in $work."
 }

@@ -30,13 +30,29 @@ proc optnet_setting {env default missing} {
 }
 
 set jobs [optnet_setting OPTNET_JOBS 4 "No job count."]
-# Reference clock of optnet_aurora_64b66b_x2 in MHz: ports.fmc1_hpc.refclk of board vc707.
-set refclk_mhz(optnet_aurora_64b66b_x2) [optnet_setting \
-    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2 "625.0" \
-    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2 (board port fmc1_hpc) is not in board file vc707.yaml."]
-# Free-running init clock of the Aurora cores in MHz (C_INIT_CLK, DRP_FREQ): board clock 'sys'
-# of vc707 (assumed to drive init_clk).
-set init_clk_mhz [optnet_setting OPTNET_INIT_CLK_MHZ "200.0" \
+# Reference clock of optnet_aurora_64b66b_x2_master_x1q6 in MHz: ports.fmc1_hpc.refclk of board
+# vc707.
+set refclk_mhz(optnet_aurora_64b66b_x2_master_x1q6) [optnet_setting \
+    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2_MASTER_X1Q6 "625.0" \
+    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2_master_x1q6 (board port fmc1_hpc) is not in board file vc707.yaml."]
+# Reference clock of optnet_aurora_64b66b_x2_slave_x1q6 in MHz: ports.fmc1_hpc.refclk of board
+# vc707.
+set refclk_mhz(optnet_aurora_64b66b_x2_slave_x1q6) [optnet_setting \
+    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2_SLAVE_X1Q6 "625.0" \
+    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2_slave_x1q6 (board port fmc1_hpc) is not in board file vc707.yaml."]
+# Reference clock of optnet_aurora_64b66b_x2_master_x1q4 in MHz: ports.fmc2_hpc.refclk of board
+# vc707.
+set refclk_mhz(optnet_aurora_64b66b_x2_master_x1q4) [optnet_setting \
+    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2_MASTER_X1Q4 "625.0" \
+    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2_master_x1q4 (board port fmc2_hpc) is not in board file vc707.yaml."]
+# Reference clock of optnet_aurora_64b66b_x2_slave_x1q4 in MHz: ports.fmc2_hpc.refclk of board
+# vc707.
+set refclk_mhz(optnet_aurora_64b66b_x2_slave_x1q4) [optnet_setting \
+    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2_SLAVE_X1Q4 "625.0" \
+    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2_slave_x1q4 (board port fmc2_hpc) is not in board file vc707.yaml."]
+# Free-running init clock of the Aurora cores in MHz (C_INIT_CLK, DRP_FREQ): the board top's
+# clock plan.
+set init_clk_mhz [optnet_setting OPTNET_INIT_CLK_MHZ "100.09765625" \
     "The frequency (MHz) of the Aurora init clock of node n0 is not known."]
 
 create_project -force n0 [file join $here vivado] -part xc7vx485tffg1761-2
@@ -72,15 +88,14 @@ proc optnet_check_width {ip port width} {
     puts "optnet: WARNING: could not read the width of $ip.$port ($width bits expected)."
 }
 
-# optnet_aurora_64b66b_x2: aurora_64b66b for ports fmc1_hpc[0..1], fmc1_hpc[2..3],
-# fmc1_hpc[4..5], fmc1_hpc[6..7].
+# optnet_aurora_64b66b_x2_master_x1q6: aurora_64b66b for port fmc1_hpc[0..1].
 # 2 lanes at 10.0 Gb/s, 128-bit user data as the RTL's black box expects.
 # Placed at GTXE2_CHANNEL_X1Y24, GTXE2_CHANNEL_X1Y25 (C_GT_LOC_<Y+1>, one GT column assumed);
 # reference clock GTXQ6, the quad of the first lane (the board file names no refclk site).
-# Shared by ports fmc1_hpc[0..1], fmc1_hpc[2..3], fmc1_hpc[4..5], fmc1_hpc[6..7]: the IP is
-# placed for port fmc1_hpc[0..1]; the constraints file places the GT channels of the other
-# instances.
-create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2
+# Shared logic in the core (SupportLevel 1): it buffers the reference clock, holds the quad's
+# COMMON (QPLL in use) and gives its clocks to the quad's other cores (PG046/PG074 Shared
+# Logic).
+create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2_master_x1q6
 set_property -dict [list \
     CONFIG.C_AURORA_LANES {2} \
     CONFIG.interface_mode {Streaming} \
@@ -94,15 +109,106 @@ set_property -dict [list \
     CONFIG.TransceiverControl {false} \
     CONFIG.DRP_FREQ $init_clk_mhz \
     CONFIG.C_LINE_RATE {10.0} \
-    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2) \
+    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2_master_x1q6) \
     CONFIG.C_INIT_CLK $init_clk_mhz \
     CONFIG.C_GT_CLOCK_1 {GTXQ6} \
     CONFIG.C_GT_LOC_25 {1} \
     CONFIG.C_GT_LOC_26 {2} \
     CONFIG.C_GT_LOC_1 {X} \
-] [get_ips optnet_aurora_64b66b_x2]
-generate_target all [get_ips optnet_aurora_64b66b_x2]
-optnet_check_width optnet_aurora_64b66b_x2 s_axi_tx_tdata 128
+] [get_ips optnet_aurora_64b66b_x2_master_x1q6]
+generate_target all [get_ips optnet_aurora_64b66b_x2_master_x1q6]
+optnet_check_width optnet_aurora_64b66b_x2_master_x1q6 s_axi_tx_tdata 128
+
+# optnet_aurora_64b66b_x2_slave_x1q6: aurora_64b66b for port fmc1_hpc[2..3].
+# 2 lanes at 10.0 Gb/s, 128-bit user data as the RTL's black box expects.
+# Placed at GTXE2_CHANNEL_X1Y26, GTXE2_CHANNEL_X1Y27 (C_GT_LOC_<Y+1>, one GT column assumed);
+# reference clock GTXQ6, the quad of the first lane (the board file names no refclk site).
+# No shared logic (SupportLevel 0): it takes the reference clock, the quad PLL's clocks and the
+# user clocks from the core of port fmc1_hpc[0..1] (PG046/PG074 Shared Logic).
+create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2_slave_x1q6
+set_property -dict [list \
+    CONFIG.C_AURORA_LANES {2} \
+    CONFIG.interface_mode {Streaming} \
+    CONFIG.dataflow_config {Duplex} \
+    CONFIG.flow_mode {None} \
+    CONFIG.SupportLevel {0} \
+    CONFIG.drp_mode {Disabled} \
+    CONFIG.SINGLEEND_INITCLK {true} \
+    CONFIG.SINGLEEND_GTREFCLK {false} \
+    CONFIG.C_USE_BYTESWAP {false} \
+    CONFIG.TransceiverControl {false} \
+    CONFIG.DRP_FREQ $init_clk_mhz \
+    CONFIG.C_LINE_RATE {10.0} \
+    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2_slave_x1q6) \
+    CONFIG.C_INIT_CLK $init_clk_mhz \
+    CONFIG.C_GT_CLOCK_1 {GTXQ6} \
+    CONFIG.C_GT_LOC_27 {1} \
+    CONFIG.C_GT_LOC_28 {2} \
+    CONFIG.C_GT_LOC_1 {X} \
+] [get_ips optnet_aurora_64b66b_x2_slave_x1q6]
+generate_target all [get_ips optnet_aurora_64b66b_x2_slave_x1q6]
+optnet_check_width optnet_aurora_64b66b_x2_slave_x1q6 s_axi_tx_tdata 128
+
+# optnet_aurora_64b66b_x2_master_x1q4: aurora_64b66b for port fmc2_hpc[0..1].
+# 2 lanes at 10.0 Gb/s, 128-bit user data as the RTL's black box expects.
+# Placed at GTXE2_CHANNEL_X1Y16, GTXE2_CHANNEL_X1Y17 (C_GT_LOC_<Y+1>, one GT column assumed);
+# reference clock GTXQ4, the quad of the first lane (the board file names no refclk site).
+# Shared logic in the core (SupportLevel 1): it buffers the reference clock, holds the quad's
+# COMMON (QPLL in use) and gives its clocks to the quad's other cores (PG046/PG074 Shared
+# Logic).
+create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2_master_x1q4
+set_property -dict [list \
+    CONFIG.C_AURORA_LANES {2} \
+    CONFIG.interface_mode {Streaming} \
+    CONFIG.dataflow_config {Duplex} \
+    CONFIG.flow_mode {None} \
+    CONFIG.SupportLevel {1} \
+    CONFIG.drp_mode {Disabled} \
+    CONFIG.SINGLEEND_INITCLK {true} \
+    CONFIG.SINGLEEND_GTREFCLK {false} \
+    CONFIG.C_USE_BYTESWAP {false} \
+    CONFIG.TransceiverControl {false} \
+    CONFIG.DRP_FREQ $init_clk_mhz \
+    CONFIG.C_LINE_RATE {10.0} \
+    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2_master_x1q4) \
+    CONFIG.C_INIT_CLK $init_clk_mhz \
+    CONFIG.C_GT_CLOCK_1 {GTXQ4} \
+    CONFIG.C_GT_LOC_17 {1} \
+    CONFIG.C_GT_LOC_18 {2} \
+    CONFIG.C_GT_LOC_1 {X} \
+] [get_ips optnet_aurora_64b66b_x2_master_x1q4]
+generate_target all [get_ips optnet_aurora_64b66b_x2_master_x1q4]
+optnet_check_width optnet_aurora_64b66b_x2_master_x1q4 s_axi_tx_tdata 128
+
+# optnet_aurora_64b66b_x2_slave_x1q4: aurora_64b66b for port fmc2_hpc[2..3].
+# 2 lanes at 10.0 Gb/s, 128-bit user data as the RTL's black box expects.
+# Placed at GTXE2_CHANNEL_X1Y18, GTXE2_CHANNEL_X1Y19 (C_GT_LOC_<Y+1>, one GT column assumed);
+# reference clock GTXQ4, the quad of the first lane (the board file names no refclk site).
+# No shared logic (SupportLevel 0): it takes the reference clock, the quad PLL's clocks and the
+# user clocks from the core of port fmc2_hpc[0..1] (PG046/PG074 Shared Logic).
+create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2_slave_x1q4
+set_property -dict [list \
+    CONFIG.C_AURORA_LANES {2} \
+    CONFIG.interface_mode {Streaming} \
+    CONFIG.dataflow_config {Duplex} \
+    CONFIG.flow_mode {None} \
+    CONFIG.SupportLevel {0} \
+    CONFIG.drp_mode {Disabled} \
+    CONFIG.SINGLEEND_INITCLK {true} \
+    CONFIG.SINGLEEND_GTREFCLK {false} \
+    CONFIG.C_USE_BYTESWAP {false} \
+    CONFIG.TransceiverControl {false} \
+    CONFIG.DRP_FREQ $init_clk_mhz \
+    CONFIG.C_LINE_RATE {10.0} \
+    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2_slave_x1q4) \
+    CONFIG.C_INIT_CLK $init_clk_mhz \
+    CONFIG.C_GT_CLOCK_1 {GTXQ4} \
+    CONFIG.C_GT_LOC_19 {1} \
+    CONFIG.C_GT_LOC_20 {2} \
+    CONFIG.C_GT_LOC_1 {X} \
+] [get_ips optnet_aurora_64b66b_x2_slave_x1q4]
+generate_target all [get_ips optnet_aurora_64b66b_x2_slave_x1q4]
+optnet_check_width optnet_aurora_64b66b_x2_slave_x1q4 s_axi_tx_tdata 128
 
 # A run that stops short of 100 % failed; its log says why.
 proc optnet_check_run {run} {

@@ -1,0 +1,246 @@
+"""The transceiver model (optnet.devices.transceivers) and plan (optnet.plan.transceivers):
+PLL reach from the data sheets' figures, one core with the shared logic per quad, one buffer
+per reference clock pad, slaves wired to their master, and the generated IP, RTL and Tcl
+following the plan, on every example and on generated 8- and 16-node clusters of every
+board with transceivers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from optnet.devices.linkip import SHARED_CLOCKS, ip_ports
+from optnet.devices.transceivers import GBPS, Site, transceiver
+from optnet.lint import lint_file
+from optnet.plan import NodePlan, plan
+from optnet.plan.clocks import clock_plan
+from optnet.plan.ip import ip_name, link_ips
+from optnet.plan.pins import top_ports
+
+from .conftest import ROOT, linted_example
+from .hwtools import yosys
+from .test_emit_projects import _node, _ok, _run, _vivado_config
+
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+
+# ----------------------------------------------------------------------------- the model
+
+
+@pytest.mark.parametrize(("family", "kind", "pll", "gbps", "reaches"), [
+    # UG476: GTX CPLL 3.2-6.6 Gb/s at D = 1 and down by halves; QPLL bands 5.93-8.0 and
+    # 9.8-12.5 GHz (line rate = VCO / D).
+    ("virtex7", "GTX", "CPLL", 5, True),
+    ("virtex7", "GTX", "CPLL", 6.6, True),
+    ("virtex7", "GTX", "CPLL", 10, False),
+    ("virtex7", "GTX", "QPLL", 10, True),
+    ("virtex7", "GTX", "QPLL", 8, True),
+    ("virtex7", "GTX", "QPLL", 9, False),         # between the bands
+    ("virtex7", "GTX", "QPLL", 13, False),
+    ("zynq7000", "GTX", "CPLL", 0.5, True),
+    # UG578: GTY QPLL0 full rate 19.6-32.75 Gb/s at D = 1; the CPLL tops at 12.5 Gb/s.
+    ("ultrascale_plus", "GTY", "QPLL0", 25.78125, True),
+    ("ultrascale_plus", "GTY", "CPLL", 25.78125, False),
+    ("ultrascale_plus", "GTY", "CPLL", 10.3125, True),
+    ("virtex5", "GTP", "PLL", 1.95, True),
+    ("stratix10", "H-tile", "ATX", 25, True),
+    ("stratix10", "H-tile", "fPLL", 25, False),
+])
+def test_pll_reach(family, kind, pll, gbps, reaches):
+    gt = transceiver(family, kind)
+    assert gt.pll(pll).reaches(round(Fraction(str(gbps)) * GBPS)) is reaches
+
+
+def test_sites_and_groups():
+    gtx = transceiver("virtex7", "GTX")
+    assert gtx.locate("GTXE2_CHANNEL_X1Y25") == Site(1, 6, 1)
+    assert gtx.locate("GTYE4_CHANNEL_X1Y25") is None
+    assert gtx.locate_refclk("IBUFDS_GTE2_X1Y13") == (1, 6)
+    assert (gtx.common, gtx.refclk_buffer, gtx.refclk_reach) == (
+        "GTXE2_COMMON", "IBUFDS_GTE2", 1)
+    gty = transceiver("ultrascale_plus", "GTY")
+    assert gty.locate_refclk("IBUFDS_GTE4_X0Y21") == (0, 10)   # U280 QSFP0 MGTREFCLK1
+    assert gty.refclk_reach == 2
+    tile = transceiver("virtex5", "GTP")
+    assert tile.locate("GTP_DUAL_X0Y3_CH1") == Site(0, 3, 1)
+    assert transceiver("ecp5", "DCU") is None
+
+
+# ------------------------------------------------------------------------------ the plan
+
+
+def _plans(path: Path) -> tuple[list[NodePlan], dict]:
+    result = lint_file(path)
+    assert result.routed is not None and result.ok, [str(d) for d in result.diagnostics]
+    nodes = {n.name: n for n in result.routed.cluster.nodes}
+    plans = plan(result.routed, tables=False, one_per_role=True)
+    return plans, {p.node: nodes[p.node].board for p in plans}
+
+
+def _check_plan(p: NodePlan, board) -> None:
+    """The device rules on one node's plan."""
+    vendor = [q for q in p.ports if q.phy != "lvds"]
+    if not vendor:
+        return
+    by_port = {q.port: q for q in vendor}
+    gt = transceiver(board.family, board.transceivers.type)
+    sharing = gt.common is not None
+    owners: Counter = Counter()
+    for q in vendor:
+        x = q.xcvr
+        assert x is not None and x.role in ("single", "master", "slave")
+        if x.role == "slave":
+            master = by_port[x.master]
+            # A slave sits in its master's quads, runs its protocol, and buffers no pad.
+            assert set(x.groups) <= set(master.xcvr.groups)
+            assert master.xcvr.role == "master" and master.phy == q.phy
+            assert x.refclk == master.xcvr.refclk
+        elif sharing:
+            owners.update(set(x.groups))
+        assert gt.pll(x.pll).reaches(q.line_rate)
+    if sharing:
+        # One core with the shared logic per used quad: one COMMON per quad.
+        used = {g for q in vendor for g in q.xcvr.groups}
+        assert set(owners) == used and set(owners.values()) <= {1}
+        # One buffer per reference clock pad: one non-slave core per pad.
+        pads = Counter(q.xcvr.refclk for q in vendor if q.xcvr.role != "slave")
+        assert set(pads.values()) <= {1}
+        # The board top has one reference clock input per buffered pad, none for a slave.
+        refclks = [t for t in top_ports(p, board) if t.kind == "refclk" and t.name.endswith("_p")]
+        assert len(refclks) == len(pads)
+
+
+def _check_ip(p: NodePlan, board) -> None:
+    """The IP the vendor script generates follows the plan and the clock plan."""
+    if board.vendor != "xilinx" or board.family == "virtex5":
+        return
+    init = clock_plan(p, board).init_hz
+    for ip in link_ips(p, board):
+        params = {x.name: x.value for x in ip.params}
+        roles = {q.xcvr.role for q in ip.ports}
+        assert len(roles) == 1 and ip.role in roles
+        assert params["SupportLevel"] == ("0" if ip.role == "slave" else "1")
+        assert params["SINGLEEND_INITCLK"] == "true"
+        assert params["C_INIT_CLK"] == "$init_clk_mhz" and init is not None
+        assert {board.ports[q.board_port].refclk.freq.value for q in ip.ports} == {ip.refclk_hz}
+        ports = {x.name: x for x in ip_ports(ip.phy, ip.lanes, ip.family, role=ip.role,
+                                                quad=ip.quad, qpll=ip.qpll)}
+        if ip.role == "slave":
+            # PG046/PG074 without shared logic: no pad inputs, its master's clocks instead.
+            assert not {"gt_refclk1_p", "gt_refclk1_n"} & set(ports)
+            assert {"user_clk", "sync_clk"} <= set(ports)
+            assert {"refclk1_in", "gt_refclk1"} & set(ports)
+        else:
+            assert {"gt_refclk1_p", "gt_refclk1_n", "gt_refclk1_out", "user_clk_out",
+                    "sync_clk_out"} <= set(ports)
+
+
+@pytest.mark.parametrize("stem", EXAMPLES)
+def test_examples_follow_the_device_rules(stem):
+    plans, boards = _plans(ROOT / "examples" / f"{stem}.yaml")
+    for p in plans:
+        _check_plan(p, boards[p.node])
+        _check_ip(p, boards[p.node])
+
+
+# A link each board's transceivers and the link IP can run, per board.
+_LINKS = {
+    "vc707": "{phy: aurora_64b66b, lanes: 1, line_rate: 10Gbps}",
+    "zc706": "{phy: aurora_8b10b, lanes: 1, line_rate: 5Gbps}",
+    "vcu118": "{phy: aurora_64b66b, lanes: 1, line_rate: 25.78125Gbps}",
+    "alveo_u280": "{phy: aurora_64b66b, lanes: 1, line_rate: 25.78125Gbps}",
+    "bee3_lx155t": "{phy: aurora_8b10b, lanes: 1, line_rate: 1.95Gbps}",
+    "v5_lx330t_card": "{phy: aurora_8b10b, lanes: 1, line_rate: 2Gbps}",
+    "stratix10mx_optics": "{phy: serial_lite_3, lanes: 2, line_rate: 25Gbps}",
+}
+
+
+def test_every_transceiver_board_is_covered():
+    boards = {p.stem for p in (ROOT / "boards").glob("*.yaml")}
+    with_gts = {b for b in boards if "\ntransceivers:" in (ROOT / "boards" / f"{b}.yaml")
+                .read_text() and "type: DCU" not in (ROOT / "boards" / f"{b}.yaml").read_text()}
+    assert with_gts == set(_LINKS)
+
+
+@pytest.mark.parametrize("topology", ["{kind: ring, nodes: 8}", "{kind: torus, dims: [4, 4]}"],
+                         ids=["ring8", "torus16"])
+@pytest.mark.parametrize("board", sorted(_LINKS))
+def test_generated_clusters_follow_the_device_rules(tmp_path, board, topology):
+    path = tmp_path / "cluster.yaml"
+    path.write_text(f"optnet: 1\nname: gen\ndefaults: {{board: {board}, link: {_LINKS[board]}}}"
+                    f"\nnetwork: {{clock: 100MHz}}\ntopology: {topology}\n")
+    result = lint_file(path)
+    errors = [d for d in result.diagnostics if d.severity.name == "ERROR"]
+    if any(d.code == "E112" for d in errors):
+        pytest.skip(f"board {board} has too few ports for {topology}")    # not a GT rule
+    assert not errors, [str(d) for d in errors]
+    plans, boards = _plans(path)
+    for p in plans:
+        _check_plan(p, boards[p.node])
+        _check_ip(p, boards[p.node])
+
+
+# ----------------------------------------------------------------- generated RTL and Tcl
+
+
+def test_bluedbm_slaves_take_their_masters_clocks(tmp_path):
+    """In the node's real Verilog, each slave core's reference clock, quad PLL and user
+    clock inputs are nets of its master core's outputs, and only masters reach the pads."""
+    from optnet.emit.hdl import node_files
+
+    result = linted_example("bluedbm_20")
+    p = plan(result.routed, tables=False, one_per_role=True)[0]
+    files = node_files(p)
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    out = tmp_path / "net.json"
+    stubs = " ".join(f for f in files if f.startswith("stubs/"))
+    subprocess.run([yosys(), "-q", "-p", f"read_verilog {stubs}; read_verilog rtl/{p.node}.v; "
+                    f"hierarchy -top {p.node}; proc; flatten; write_json {out.name}"],
+                   cwd=tmp_path, check=True, capture_output=True, timeout=600)
+    module = json.loads(out.read_text())["modules"][p.node]
+    cells = {c["type"]: c for c in module["cells"].values() if c["type"].startswith("optnet_")}
+    names = {q.port: ip_name(q) for q in p.ports}
+    assert sorted(cells) == sorted(names.values())
+    pads = {n: d["bits"] for n, d in module["ports"].items()}
+    for q in p.ports:
+        cell = cells[names[q.port]]["connections"]
+        if q.xcvr.role == "master":
+            assert cell["gt_refclk1_p"] == pads[f"port{q.port}_gt_refclk_p"]
+            continue
+        master = cells[names[q.xcvr.master]]["connections"]
+        quad = q.xcvr.quad
+        assert cell["refclk1_in"] == master["gt_refclk1_out"]
+        assert cell["user_clk"] == master["user_clk_out"]
+        assert cell["sync_clk"] == master["sync_clk_out"]
+        assert cell["mmcm_not_locked"] == master["mmcm_not_locked_out"]
+        assert cell[f"gt_qpllclk_quad{quad}_in"] == master[f"gt_qpllclk_quad{quad}_out"]
+        assert cell[f"gt_qpllrefclk_quad{quad}_in"] == master[f"gt_qpllrefclk_quad{quad}_out"]
+        assert cell["gt_qplllock_in"] == master["gt_pll_lock"]
+        assert not [n for n in pads if n.startswith(f"port{q.port}_gt_refclk")]
+    assert set(SHARED_CLOCKS) >= {"refclk", "user_clk", "qpllclk"}
+
+
+def test_u280_vivado_script_under_mocks(tmp_path):
+    """A U280 ring: quad 134 has a master and a slave core clocked from MGTREFCLK1 (the
+    SI546, whose FS and OE_B pins the board top drives), created by vivado.tcl as planned."""
+    path = tmp_path / "u280.yaml"
+    path.write_text("optnet: 1\nname: u280\ndefaults: {board: alveo_u280, link: {phy: "
+                    "aurora_64b66b, lanes: 2, line_rate: 25.78125Gbps}}\nnetwork: {clock: "
+                    "250MHz}\ntopology: {kind: ring, nodes: 4}\n")
+    p, board, _, folder, _ = _node(tmp_path, path)
+    proc, calls = _run("vivado", folder, "vivado.tcl")
+    _ok(proc, calls)
+    config = _vivado_config(calls)
+    assert sorted(config) == ["optnet_aurora_64b66b_x2_master_x0q10",
+                              "optnet_aurora_64b66b_x2_slave_x0q10"]
+    for cfg in config.values():
+        assert cfg["C_REFCLK_SOURCE"] == "MGTREFCLK1_of_Quad_X0Y10"
+        assert Fraction(cfg["C_REFCLK_FREQUENCY"]) == Fraction("161.1328125")
+    drives = {t.pins[0]: t.level for t in top_ports(p, board) if t.kind == "drive"}
+    assert drives == {"G32": 1, "H32": 0}
