@@ -6,15 +6,8 @@
 # builds n0.bit and writes timing and utilisation reports to reports/. Every path is
 # relative to this script's folder, so the folder can be copied to another machine.
 # stubs/ holds lint-only black boxes and is deliberately not part of the project.
-#
-# Aurora parameter names (CONFIG.*) are those of public create_ip scripts: sangwoojun/bluedbm
-# auroraExt/synth-aurora-ext.tcl and flash/virtex/synth-aurora-intra1.tcl (VC707:
-# C_LINE_RATE in Gb/s, C_REFCLK_FREQUENCY in MHz, C_GT_LOC_<Y+1> lane placement),
-# OpenCAPI/ThymesisFlow afu/thymesisflow/ip/aurora_qsfp1.tcl (UltraScale+: CHANNEL_ENABLE,
-# C_START_QUAD, C_START_LANE, C_REFCLK_SOURCE, C_UCOLUMN_USED, C_INIT_CLK) and the adapter's
-# settings (optnet.hw.phy.vendor.IP_SETTINGS, from PG046 / PG074). C_GT_CLOCK_1 (7-series
-# reference clock quad) is the core's c_gt_clock_1 user parameter, not confirmed as a
-# CONFIG name by a public script: check it in the IP customisation if Vivado refuses it.
+# The link IP is made by ip.tcl, which the synth target of the node's FuseSoC core
+# sources too.
 
 set here [file dirname [file normalize [info script]]]
 
@@ -30,14 +23,6 @@ proc optnet_setting {env default missing} {
 }
 
 set jobs [optnet_setting OPTNET_JOBS 4 "No job count."]
-# Reference clock of optnet_aurora_64b66b_x2 in MHz: ports.fmc1_hpc.refclk of board vc707.
-set refclk_mhz(optnet_aurora_64b66b_x2) [optnet_setting \
-    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2 "625.0" \
-    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2 (board port fmc1_hpc) is not in board file vc707.yaml."]
-# Free-running init clock of the Aurora cores in MHz (C_INIT_CLK, DRP_FREQ): board clock 'sys'
-# of vc707 (assumed to drive init_clk).
-set init_clk_mhz [optnet_setting OPTNET_INIT_CLK_MHZ "200.0" \
-    "The frequency (MHz) of the Aurora init clock of node n0 is not known."]
 
 create_project -force n0 [file join $here vivado] -part xc7vx485tffg1761-2
 set_property target_language Verilog [current_project]
@@ -50,59 +35,8 @@ add_files -fileset constrs_1 -norecurse [list \
 ]
 set_property top n0_top [current_fileset]
 
-# The generated IP's user data bus must be as wide as the RTL's black box: read its width
-# from the IP's generated top-level Verilog.
-proc optnet_check_width {ip port width} {
-    foreach f [get_files -quiet -of_objects [get_ips $ip]] {
-        if {[file tail $f] ne "$ip.v" || ![file exists $f]} {
-            continue
-        }
-        set fh [open $f]
-        set text [read $fh]
-        close $fh
-        if {[regexp "\\\[\\s*(\\d+)\\s*:\\s*(\\d+)\\s*\\\]\\s*(?:wire\\s+)?$port\\M" $text -> a b]} {
-            set got [expr {abs($a - $b) + 1}]
-            if {$got != $width} {
-                error "optnet: $ip.$port is $got bits wide but the RTL expects $width bits; the IP customisation does not match the black box."
-            }
-            puts "optnet: $ip.$port is $width bits wide, as the RTL expects."
-            return
-        }
-    }
-    puts "optnet: WARNING: could not read the width of $ip.$port ($width bits expected)."
-}
-
-# optnet_aurora_64b66b_x2: aurora_64b66b for ports fmc1_hpc[0..1], fmc1_hpc[2..3],
-# fmc1_hpc[4..5], fmc1_hpc[6..7].
-# 2 lanes at 10.0 Gb/s, 128-bit user data as the RTL's black box expects.
-# Placed at GTXE2_CHANNEL_X1Y24, GTXE2_CHANNEL_X1Y25 (C_GT_LOC_<Y+1>, one GT column assumed);
-# reference clock GTXQ6, the quad of the first lane (the board file names no refclk site).
-# Shared by ports fmc1_hpc[0..1], fmc1_hpc[2..3], fmc1_hpc[4..5], fmc1_hpc[6..7]: the IP is
-# placed for port fmc1_hpc[0..1]; the constraints file places the GT channels of the other
-# instances.
-create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2
-set_property -dict [list \
-    CONFIG.C_AURORA_LANES {2} \
-    CONFIG.interface_mode {Streaming} \
-    CONFIG.dataflow_config {Duplex} \
-    CONFIG.flow_mode {None} \
-    CONFIG.SupportLevel {1} \
-    CONFIG.drp_mode {Disabled} \
-    CONFIG.SINGLEEND_INITCLK {true} \
-    CONFIG.SINGLEEND_GTREFCLK {false} \
-    CONFIG.C_USE_BYTESWAP {false} \
-    CONFIG.TransceiverControl {false} \
-    CONFIG.DRP_FREQ $init_clk_mhz \
-    CONFIG.C_LINE_RATE {10.0} \
-    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2) \
-    CONFIG.C_INIT_CLK $init_clk_mhz \
-    CONFIG.C_GT_CLOCK_1 {GTXQ6} \
-    CONFIG.C_GT_LOC_25 {1} \
-    CONFIG.C_GT_LOC_26 {2} \
-    CONFIG.C_GT_LOC_1 {X} \
-] [get_ips optnet_aurora_64b66b_x2]
-generate_target all [get_ips optnet_aurora_64b66b_x2]
-optnet_check_width optnet_aurora_64b66b_x2 s_axi_tx_tdata 128
+# The link IP: created in this project, generated and checked against the RTL's black boxes.
+source [file join $here ip.tcl]
 
 # A run that stops short of 100 % failed; its log says why.
 proc optnet_check_run {run} {
