@@ -2,7 +2,10 @@
 vendor commands (tests/tcl/mock_*.tcl) from a directory other than the node folder; the
 mocks log every call and fail on a file that is missing or outside the node folder. The
 IP configuration they record is checked against the cluster and board files, and each
-template has a golden file (OPTNET_UPDATE_GOLDEN=1 rewrites them).
+template has a golden file (OPTNET_UPDATE_GOLDEN=1 rewrites them). The mocks generate each
+IP's top-level Verilog with the ports of its lint stub, which the scripts check against
+the RTL's port table. The IP script also runs in the project script FuseSoC's Edalize
+writes for the core's synth target, from its work directory.
 """
 
 from __future__ import annotations
@@ -13,15 +16,17 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from optnet.devices.linkip import ip_family, ip_ports
-from optnet.emit.projects import _as_iopll, project_files
-from optnet.emit.stubs import stub_verilog
+from optnet.devices.linkip import IpPort, ip_family, ip_ports
+from optnet.emit.build import fusesoc_core
+from optnet.emit.projects import IP_SCRIPT, _as_iopll, project_files
+from optnet.emit.stubs import port_stub
 from optnet.lint import lint_file
 from optnet.plan import plan
 from optnet.plan.clocks import clock_plan
@@ -70,28 +75,31 @@ def _node(tmp_path: Path, cluster: Path, index: int = 0, clocks: IopllPlan | Non
             "set_location_assignment PIN_A1 -to clk\n" if ext == ".qsf" else "\n")
     for port in p.ports:
         if port.phy != "lvds":
-            files[f"stubs/{ip_name(port)}.v"] = stub_verilog(
-                port.phy, len(port.lanes), ip_name(port), family=p.family)
+            files[f"stubs/{ip_name(port)}.v"] = port_stub(port, p.family)
     files.update(project_files(p, board, sorted(files), clocks=clocks))
+    files[f"{p.node}.core"] = fusesoc_core(p, board, sorted(files), result.routed.cluster.name)
     for rel, text in files.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text)
     return p, board, result.routed, folder, files
 
 
-def _run(tool: str, folder: Path, script: str, env: dict | None = None):
-    """Run ``script`` of ``folder`` under the mock ``tool`` from a sibling directory, naming
-    the script by a relative path; returns (completed process, logged calls)."""
+def _run(tool: str, folder: Path, script: str, env: dict | None = None,
+         cwd: Path | None = None):
+    """Run ``script`` of ``folder`` under the mock ``tool`` from ``cwd`` (by default a
+    sibling directory), naming the script by a relative path; returns (completed process,
+    logged calls)."""
     tclsh = _tool("tclsh")
-    elsewhere = folder.parent / "elsewhere"
-    elsewhere.mkdir(exist_ok=True)
+    if cwd is None:
+        cwd = folder.parent / "elsewhere"
+        cwd.mkdir(exist_ok=True)
     log = folder.parent / f"{tool}.log"
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("OPTNET_")}
+    full_env = {k: v for k, v in os.environ.items()
+                if not k.startswith(("OPTNET_", "MOCK_"))}
     full_env.update(env or {})
     proc = subprocess.run(
-        [tclsh, str(MOCKS / f"mock_{tool}.tcl"), str(log),
-         os.path.relpath(folder / script, elsewhere)],
-        cwd=elsewhere, env=full_env, capture_output=True, text=True, timeout=60)
+        [tclsh, str(MOCKS / f"mock_{tool}.tcl"), str(log), os.path.relpath(folder / script, cwd)],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=60)
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     return proc, calls
 
@@ -144,6 +152,8 @@ def test_vivado_bluedbm_aurora_64b66b(tmp_path):
     p, board, routed, folder, files = _node(tmp_path, ROOT / "examples" / "bluedbm_20.yaml")
     assert set(files) >= {"vivado.tcl"} and "ise.tcl" not in files
     _golden("vivado_bluedbm_20_n0.tcl", files["vivado.tcl"])
+    _golden("vivado_bluedbm_20_n0_ip.tcl", files[IP_SCRIPT])
+    _golden("bluedbm_20_n0.core", files["n0.core"])
     proc, calls = _run("vivado", folder, "vivado.tcl")
     _ok(proc, calls)
 
@@ -177,7 +187,9 @@ def test_vivado_bluedbm_aurora_64b66b(tmp_path):
         # The init clock the board top feeds the cores (an MMCM output), not the board's.
         assert Fraction(cfg["C_INIT_CLK"]) == Fraction(cfg["DRP_FREQ"]) == init_mhz
         assert cfg["SINGLEEND_INITCLK"] == "true"
-        assert f"{name}.s_axi_tx_tdata is 128 bits wide, as the RTL expects" in proc.stdout
+        x = next(q.xcvr for q in p.ports if ip_name(q) == name)
+        n = len(ip_ports("aurora_64b66b", 2, family, role=x.role, quad=x.quad, qpll=x.qpll))
+        assert f"the {n} ports of {name} match the RTL's black box" in proc.stdout
     assert abs(init_mhz - 100) < Fraction(1, 5)      # the MMCM's ~100 MHz init output
     # Placed on each core's own lanes (X1Y24..27 -> positions 25..28), refclk quad 6.
     master, slave = config[f"{base}_master_x1q6"], config[f"{base}_slave_x1q6"]
@@ -211,7 +223,7 @@ def test_vivado_shared_8b10b_core(tmp_path):
     assert (config[master]["SupportLevel"], config[slave]["SupportLevel"]) == ("1", "0")
     assert config[master]["C_GT_LOC_11"] == "1"     # sfp0 is GTXE2_CHANNEL_X0Y10
     assert config[slave]["C_GT_LOC_10"] == "1"      # sma is GTXE2_CHANNEL_X0Y9
-    assert proc.stdout.count("as the RTL expects") == 2
+    assert proc.stdout.count("match the RTL's black box") == 2
 
 
 def test_vivado_creates_what_the_real_rtl_instantiates(tmp_path):
@@ -253,7 +265,7 @@ def test_vivado_ultrascale_placement(tmp_path):
     c8 = config["optnet_aurora_8b10b_x2"]
     assert (c8["C_START_LANE"], c8["C_START_QUAD"]) == ("X1Y54", "Quad_X1Y13")
     assert c8["C_REFCLK_SOURCE"] == "MGTREFCLK0 of Quad X1Y13"
-    assert proc.stdout.count("as the RTL expects") == 2
+    assert proc.stdout.count("match the RTL's black box") == 2
 
 
 def test_vivado_refclk_override(tmp_path):
@@ -273,13 +285,15 @@ def test_ise_bee3_virtex5(tmp_path):
     _, _, routed, folder, files = _node(tmp_path, ROOT / "examples" / "bee3_two_x4.yaml")
     assert "ise.tcl" in files and "vivado.tcl" not in files
     _golden("ise_bee3_two_x4_n0.tcl", files["ise.tcl"])
+    _golden("ise_bee3_two_x4_n0_ip.tcl", files[IP_SCRIPT])
+    _golden("bee3_two_x4_n0.core", files["n0.core"])
 
     # The BEE3 board file has no MGT reference clock: the script stops and says what to set.
     proc, calls = _run("ise", folder, "ise.tcl")
     assert proc.returncode == 1
     assert "OPTNET_REFCLK_MHZ_OPTNET_AURORA_8B10B_X4" in proc.stderr
     assert "not in board file bee3_lx155t.yaml" in proc.stderr
-    assert not [c for c in calls if c[0] in ("coregen", "project")]
+    assert not [c for c in calls if c[0] in ("coregen", "process")]
 
     proc, calls = _run("ise", folder, "ise.tcl",
                        {"OPTNET_REFCLK_MHZ_OPTNET_AURORA_8B10B_X4": "156.25"})
@@ -302,6 +316,7 @@ def test_ise_bee3_virtex5(tmp_path):
     assert added == ["rtl/n0.v", "rtl/n0_top.v",
                      "ise/ip/optnet_aurora_8b10b_x4/src/optnet_aurora_8b10b_x4.v"]
     assert "no UCF" in proc.stdout
+    assert "the 24 ports of optnet_aurora_8b10b_x4 match the RTL's black box" in proc.stdout
     assert (folder / "n0.bit").exists() and (folder / "reports" / "timing.twr").exists()
 
 
@@ -341,6 +356,8 @@ def test_quartus_optweb_serial_lite_3(tmp_path):
                                             clocks=CLOCKS)
     assert "quartus.tcl" in files
     _golden("quartus_optweb_4_n0.tcl", files["quartus.tcl"])
+    _golden("quartus_optweb_4_n0_ip.tcl", files[IP_SCRIPT])
+    _golden("optweb_4_n0.core", files["n0.core"])
 
     proc, calls = _run("quartus", folder, "quartus.tcl")
     assert proc.returncode == 1
@@ -377,6 +394,7 @@ def test_quartus_optweb_serial_lite_3(tmp_path):
     assert pll["gui_number_of_clocks"] == "3"
     assert [pll[f"gui_output_clock_frequency{i}"] for i in range(3)] == ["200.0", "100.0",
                                                                          "355.0"]
+    assert f"ports of {ip} match the RTL's black box" in proc.stdout
     # Every IP is saved and generated before the compilation that reads it.
     order = [c[0] for c in calls]
     assert order.index("execute_flow") > max(i for i, c in enumerate(order) if c == "qsys-generate")
@@ -388,8 +406,8 @@ def test_quartus_without_clock_plan(tmp_path, monkeypatch):
 
     monkeypatch.setattr(projects, "_clock_plan", lambda plan, board: None)
     _, _, _, _, files = _node(tmp_path, ROOT / "examples" / "optweb_4.yaml")
-    assert "no optnet_iopll is" in files["quartus.tcl"]
-    assert "altera_iopll [list" not in files["quartus.tcl"]
+    assert "no optnet_iopll is" in files[IP_SCRIPT]
+    assert "altera_iopll [list" not in files[IP_SCRIPT]
 
 
 def test_clock_plan_adapter():
@@ -398,6 +416,142 @@ def test_clock_plan_adapter():
         100e6, (("network", 200e6),), None)
     with pytest.raises(ProjectError, match="without refclk_hz and outputs"):
         _as_iopll(object(), SimpleNamespace(node="n0"))
+
+
+# --------------------------------------------------------------------------- IP ports
+
+#: Per flow: the example, the environment its script needs, its link IP and an input of it.
+_FLOWS = {
+    "vivado": ("bluedbm_20.yaml", {}, "optnet_aurora_64b66b_x2_master_x1q6", "s_axi_tx_tvalid"),
+    "ise": ("bee3_two_x4.yaml", {"OPTNET_REFCLK_MHZ_OPTNET_AURORA_8B10B_X4": "156.25"},
+            "optnet_aurora_8b10b_x4", "TX_SRC_RDY_N"),
+    "quartus": ("optweb_4.yaml", {"OPTNET_REFCLK_MHZ_OPTNET_SERIAL_LITE_3_X2": "644.53125"},
+                "optnet_serial_lite_3_x2", "valid_tx"),
+}
+
+
+def _flow_node(tmp_path: Path, tool: str):
+    example, env, ip, port = _FLOWS[tool]
+    node = _node(tmp_path, ROOT / "examples" / example,
+                 clocks=CLOCKS if tool == "quartus" else None)
+    return node, env, ip, port
+
+
+_TABLE = ("the IP customisation does not match optnet's port table "
+          "(optnet/devices/linkip.py, ip_ports)")
+
+
+@pytest.mark.parametrize("tool", list(_FLOWS))
+@pytest.mark.parametrize("fault", ["missing", "extra"])
+def test_ip_without_the_black_box_ports_stops_the_build(tmp_path, tool, fault):
+    """The mock generates the IP from the lint stub less one input, or with one more: the
+    script stops after generating it, naming the IP and the port, before anything is built
+    from it."""
+    (_, _, _, folder, _), env, ip, port = _flow_node(tmp_path, tool)
+    if fault == "missing":
+        env = {**env, "MOCK_IP_DROP_PORT": port}
+        expected = f"missing input {port} (1 bit);"
+    else:
+        env = {**env, "MOCK_IP_EXTRA_INPUT": "extra_in"}
+        expected = "extra, left unconnected by the RTL: input extra_in (1 bit);"
+    proc, calls = _run(tool, folder, f"{tool}.tcl", env)
+    assert proc.returncode == 1, proc.stdout
+    assert f"optnet: the generated IP {ip} (" in proc.stderr
+    assert expected in proc.stderr and _TABLE in proc.stderr
+    assert calls[-1][0] == "SCRIPT_ERROR"
+    assert not [c for c in calls if c[0] in ("launch_runs", "process", "execute_flow")]
+
+
+def test_ip_port_widths_come_from_expected_ports(tmp_path, monkeypatch):
+    # The scripts take the black box's ports from one helper; a table that disagrees with
+    # what the customisation generates (the mock: 64 bits a lane) stops the build.
+    import optnet.emit.projects as projects
+
+    real = projects._expected_ports
+
+    def narrower(ip) -> tuple[IpPort, ...]:
+        return tuple(dataclasses.replace(port, width=64) if port.name == "s_axi_tx_tdata"
+                     else port for port in real(ip))
+
+    monkeypatch.setattr(projects, "_expected_ports", narrower)
+    _, _, _, folder, files = _node(tmp_path, ROOT / "examples" / "bluedbm_20.yaml")
+    assert "[list s_axi_tx_tdata input 64]" in files[IP_SCRIPT]
+    proc, calls = _run("vivado", folder, "vivado.tcl")
+    assert proc.returncode == 1
+    assert ("s_axi_tx_tdata is 128 bits wide in the IP but 64 bits in the black box"
+            in proc.stderr) and _TABLE in proc.stderr
+    assert "launch_runs" not in [c[0] for c in calls]
+
+
+# --------------------------------------------------------------------------- FuseSoC
+
+
+def _ip_made(tool: str, calls) -> list[list[str]]:
+    """The logged calls that make and check the IP, without the paths (which differ between
+    the vendor script's project and Edalize's)."""
+    if tool == "vivado":
+        ips = {c[4] for c in calls if c[0] == "create_ip"}
+        return [c for c in calls if c[0] in ("create_ip", "generate_target")
+                or (c[0] == "set_property" and c[1] in ips)]
+    if tool == "ise":
+        return [c for c in calls if c[0] in ("coregen_select", "coregen_cset")]
+    return ([c for c in calls if c[0] == "qsys"]
+            + [[c[0], Path(c[1]).name, c[2]] for c in calls if c[0] == "qsys-generate"]
+            + [[*c[:2], Path(c[2]).name] for c in calls
+               if c[:2] == ["set_global_assignment", "IP_FILE"]])
+
+
+def _checked(proc) -> list[str]:
+    return [line for line in proc.stdout.splitlines() if "black box" in line]
+
+
+@pytest.mark.parametrize("tool", list(_FLOWS))
+def test_fusesoc_synth_target_makes_the_same_ip(tmp_path, tool):
+    """The core parses with FuseSoC's own CAPI2 parser and its synth target lists ip.tcl;
+    ``fusesoc run --setup`` writes Edalize's project script, which sources the ip.tcl FuseSoC
+    copied into its work directory. Run there under the mock it makes and checks exactly
+    the IP the vendor script does."""
+    from fusesoc.capi2.core import CoreInterface
+    from fusesoc.capi2.coreparser import Core2Parser
+
+    (p, _, _, folder, files), env, _, _ = _flow_node(tmp_path, tool)
+    core = CoreInterface(Core2Parser(), folder / f"{p.node}.core")
+    synth = {"target": "synth", "is_toplevel": True, "tool": tool}
+    assert core.get_toplevel(synth) == f"{p.node}_top"
+    listed = [(f["name"], f["file_type"]) for f in core.get_files(synth)]
+    assert listed[:2] == [(f"rtl/{p.node}.v", "verilogSource"),
+                          (f"rtl/{p.node}_top.v", "verilogSource")]
+    assert listed[-1] == (IP_SCRIPT, "tclSource")
+    assert not [name for name, _ in listed if name.startswith("stubs/")]
+    options = core.get_tool_options(synth)
+    if tool == "ise":
+        assert options == {"family": "Virtex5", "device": "xc5vlx155t", "package": "ff1136",
+                           "speed": "-1"}
+
+    vendor, vendor_calls = _run(tool, folder, f"{tool}.tcl", env)
+    _ok(vendor, vendor_calls)
+
+    run = tmp_path / "fusesoc"
+    run.mkdir()
+    xdg = {f"XDG_{k}_HOME": str(tmp_path / "xdg" / k.lower()) for k in ("CONFIG", "CACHE", "DATA")}
+    setup = subprocess.run(
+        [sys.executable, "-m", "fusesoc.main", "--cores-root", str(folder), "run", "--setup",
+         "--target", "synth", str(core.name)],
+        cwd=run, env={**os.environ, **xdg}, capture_output=True, text=True, timeout=120)
+    assert setup.returncode == 0, setup.stderr
+    [work] = (run / "build").glob(f"*/synth-{tool}")
+    name = work.parent.name
+    copied = work / "src" / name / IP_SCRIPT
+    assert copied.read_text() == files[IP_SCRIPT]
+    project = (work / f"{name}.tcl").read_text()
+    assert re.search(rf"^source {{?src/{name}/ip\.tcl}}?$", project, re.M), project
+
+    edalize, edalize_calls = _run(tool, work, f"{name}.tcl",
+                                  {**env, "MOCK_STUBS": str(folder / "stubs")}, cwd=work)
+    _ok(edalize, edalize_calls)
+    assert _ip_made(tool, edalize_calls) == _ip_made(tool, vendor_calls)
+    assert _ip_made(tool, vendor_calls)
+    assert _checked(edalize) == _checked(vendor) != []
 
 
 # --------------------------------------------------------------------------- Makefile
@@ -462,7 +616,11 @@ def test_every_example_has_a_project():
         files = [f"rtl/{p.node}.v", f"rtl/{p.node}_top.v"] + [
             f"constraints/{p.node}{ext}" for ext in _CONSTRAINTS[board.vendor]]
         out = project_files(p, board, files, clocks=CLOCKS)
-        assert len(out) == 1, path
+        # The vendor script, and the IP script where the node has IP to generate (every
+        # Intel node: the board top's IOPLL).
+        assert len(set(out) - {IP_SCRIPT}) == 1, path
+        has_ip = any(port.phy != "lvds" for port in p.ports) or board.vendor == "intel"
+        assert (IP_SCRIPT in out) == has_ip, path
 
 
 def test_missing_board_top():

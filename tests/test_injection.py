@@ -33,15 +33,16 @@ import pytest
 import yaml
 
 from optnet.boards import load_board_file
-from optnet.emit.build import CableRow, _fusesoc_tool
+from optnet.emit.build import CableRow, fusesoc_core
 from optnet.emit.constraints import constraint_files
 from optnet.emit.env import EscapeError, render_template
 from optnet.emit.escape import Raw
 from optnet.emit.projects import project_files
+from optnet.emit.stubs import port_stub
 from optnet.lint import lint_file
 from optnet.plan import plan as plan_hw
 from optnet.plan.clocks import PllError
-from optnet.plan.ip import ProjectError
+from optnet.plan.ip import ProjectError, ip_name
 from optnet.report.render import report_files
 from optnet.spec import models as m
 from optnet.spec.names import check_identifier
@@ -379,11 +380,15 @@ def _original(board, path: tuple) -> str:
 
 
 def _render_node(plan, board) -> dict[str, str]:
-    """The node's constraints and vendor project (with placeholder RTL and tables)."""
+    """The node's constraints and vendor project (with placeholder RTL and tables, and the
+    lint stubs, whose ports the mocks give the IP they generate)."""
     files = {f"rtl/{plan.node}.v": f"module {plan.node}; endmodule\n",
              f"rtl/{plan.node}_top.v": f"module {plan.node}_top; endmodule\n",
              "tables/routes.hex": "", "tables/mcast.hex": "", "tables/routes.h": "",
              "tables/routes.json": "{}\n"}
+    for port in plan.ports:
+        if port.phy != "lvds":
+            files[f"stubs/{ip_name(port)}.v"] = port_stub(port, plan.family)
     files.update(constraint_files(plan, board))
     files.update(project_files(plan, board, sorted(files)))
     return files
@@ -402,9 +407,10 @@ def _tclsh(mock: str, folder: Path, script: str) -> list[list[str]]:
     elsewhere.mkdir(exist_ok=True)
     log = folder.parent / f"{mock}-{script.replace('/', '_')}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPTNET_")}
-    # Values a board file may leave out (reference clocks) come from the environment.
-    env.update(dict.fromkeys(re.findall(r"\bOPTNET_REFCLK_MHZ_\w+",
-                                        (folder / script).read_text()), "100"))
+    # Values a board file may leave out (reference clocks) come from the environment; the
+    # vendor scripts leave them to the IP script they source.
+    env.update(dict.fromkeys(re.findall(r"\bOPTNET_REFCLK_MHZ_\w+", "".join(
+        (folder / f).read_text() for f in (script, "ip.tcl") if (folder / f).exists())), "100"))
     subprocess.run([_tool("tclsh"), str(MOCKS / f"mock_{mock}.tcl"), str(log),
                     str(folder / script)], cwd=elsewhere, env=env, capture_output=True,
                    timeout=60)
@@ -671,10 +677,9 @@ def test_fusesoc_core_loads_back(payload):
     value = PAYLOADS[payload]
 
     def core(p, b) -> dict:
-        return yaml.safe_load(render_template(
-            "fusesoc/node.core.j2", plan=p, board=b, files=["stubs/a.v", "tables/routes.hex"],
-            version="0", cluster="c", tool=_fusesoc_tool(p, b),
-            constraints=[(f"constraints/{p.node}.xdc", "xdc")]))
+        return yaml.safe_load(fusesoc_core(
+            p, b, ["stubs/a.v", "tables/routes.hex", f"constraints/{p.node}.xdc", "ip.tcl"],
+            "c"))
 
     benign = core(plan, board)
     evil = core(dataclasses.replace(plan, part=value),
@@ -682,6 +687,7 @@ def test_fusesoc_core_loads_back(payload):
     assert evil["description"] == f"optnet network of node {plan.node} ({value}, {value})"
     assert evil["targets"]["synth"]["tools"]["vivado"]["part"] == value
     assert evil.keys() == benign.keys() and evil["filesets"] == benign["filesets"]
+    assert evil["targets"]["synth"]["filesets"] == ["rtl", "top", "constraints", "ip"]
 
 
 def test_lint_reports_a_refused_value(monkeypatch):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from optnet.devices.families import family as _family
 from optnet.phys import user_width
@@ -48,6 +49,7 @@ __all__ = [
     "ip_settings",
     "ip_spec",
     "quad_number",
+    "sl3_user_clock",
     "user_width_for",
 ]
 
@@ -898,3 +900,14 @@ def quad_number(family: str, group: int) -> int:
     quad at position ``group`` of its column (``{q}`` in the tables): 7 series counts quads
     from 1 at the bottom of the column; UltraScale+ calls the core's own quad 1."""
     return group + 1 if family == "7series" else 1
+
+
+#: SerialLite III metaframe length (words), the IP's default (UG-683330, "Transmission
+#: Overheads and Lane Rate Calculations").
+_SL3_METAFRAME = 8191
+
+def sl3_user_clock(line_rate: int) -> Fraction:
+    """The SerialLite III user clock (Hz) that fills ``line_rate`` lanes in the advanced
+    clocking mode: lane rate = 64 x user clock x 67/64 x M/(M-4) with the default
+    metaframe length M (UG-683330 5.2), so user clock = lane rate x (M-4) / (67 M)."""
+    return Fraction(line_rate) * (_SL3_METAFRAME - 4) / (67 * _SL3_METAFRAME)

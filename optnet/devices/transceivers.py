@@ -238,6 +238,27 @@ TRANSCEIVERS: tuple[Transceiver, ...] = (
 )
 
 
+#: Stratix 10 L-/H-tile channels run as GXT above this line rate (AN 778 §2.1, Table 3: GX
+#: to 17.4 Gb/s chip to chip); GXT channels are 0, 1, 3 and 4 of a bank, at most four per
+#: bank (UG-683621 §3.1.1.2), and one ATX PLL clocks two of them without a buffer ATX.
+GXT_ABOVE = 17_400_000_000
+GXT_PER_BANK = 4
+ATX_PER_BANK = 2
+
+#: Stratix 10 channels above this rate (GXT, and bonded GX from 16 Gb/s) need the
+#: transceiver supplies VCCR_GXB and VCCT_GXB at 1.12 V, declared to Quartus as "1_1V" (AN 778
+#: §1.1.2.1 Table 2 and §2.1.1.1 note 3; the Native PHY and ATX PLL parameter "VCCR_GXB and
+#: VCCT_GXB supply voltage", the pin assignment XCVR_VCCR_VCCT_VOLTAGE, as in Intel's
+#: S10MX_DK designs in corundum/corundum fpga/lib/eth/example/S10MX_DK).
+HIGH_VOLTAGE_ABOVE = 16_000_000_000
+
+
+def analog_voltage(rate: int) -> str | None:
+    """The Stratix 10 transceiver supply voltage setting a channel at ``rate`` needs
+    (``1_1V``), or None when the default serves."""
+    return "1_1V" if rate >= HIGH_VOLTAGE_ABOVE else None
+
+
 def transceiver(family: str, kind: str | None) -> Transceiver | None:
     """The transceiver of a board whose family and ``transceivers.type`` are given; None
     when optnet has no model of it (ECP5 DCUs: no vendor link IP is planned on them)."""

@@ -24,12 +24,12 @@ from optnet.emit.constraints import constraint_files
 from optnet.emit.drawing import topology_svg
 from optnet.emit.env import render_template
 from optnet.emit.escape import Raw
-from optnet.emit.projects import project_files
+from optnet.emit.projects import IP_SCRIPT, project_files
 from optnet.emit.roles import RoleTemplate, retarget_top
 from optnet.emit.tables import render_c_header, render_hex
 from optnet.emit.writer import manifest_text, sha256
 from optnet.plan import NodePlan
-from optnet.plan.ip import ecp5_device
+from optnet.plan.ip import ecp5_device, ise_part
 from optnet.routing.export import route_json
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.route import Routed
@@ -38,7 +38,7 @@ from optnet.spec.models import BoardDesc
 from optnet.units import Dimension, Quantity, format_quantity
 
 __all__ = ["BUILD_FORMAT", "CableRow", "ClusterFiles", "cabling_rows", "cluster_files",
-           "manifest", "node_folder_files"]
+           "fusesoc_core", "manifest", "node_folder_files"]
 
 #: Version of the build tree's layout and of ``manifest.json``.
 BUILD_FORMAT = 1
@@ -77,16 +77,39 @@ def node_folder_files(plan: NodePlan, rep: NodePlan, rep_files: Mapping[str, str
     files["tables/routes.h"] = render_c_header(table)
     files.update(project_files(plan, board, sorted(files)))
     names = [*sorted(files), f"{plan.node}.core", "README.md"]
-    files[f"{plan.node}.core"] = render_template(
-        "fusesoc/node.core.j2", plan=plan, board=board, files=sorted(files),
-        version=__version__, cluster=cluster, tool=_fusesoc_tool(plan, board),
-        constraints=[(f, _CONSTRAINT_TYPES[f.rsplit(".", 1)[1]])
-                     for f in sorted(files) if f.startswith("constraints/")])
+    files[f"{plan.node}.core"] = fusesoc_core(plan, board, sorted(files), cluster)
     files["README.md"] = render_template(
         "docs/node_readme.md.j2", plan=plan, board=board, files=names, cluster=cluster,
         endpoints=list(zip(plan.endpoint_names, plan.endpoints, strict=True)),
         rate=_rate, clock=_clock)
     return files
+
+
+def fusesoc_core(plan: NodePlan, board: BoardDesc, files: Sequence[str], cluster: str) -> str:
+    """The FuseSoC (CAPI2) core of one node folder.
+
+    Targets: ``default`` (the network module and its tables), ``lint`` (the board top with
+    the lint stubs, Verilator) and, where Edalize has a back end for the board
+    (:func:`_fusesoc_tool`), ``synth`` (the board top with the constraints and, when the
+    node folder has one, the IP script :data:`~optnet.emit.projects.IP_SCRIPT` as a
+    ``tclSource`` file, which the back end sources into its project before synthesis).
+
+    Parameters
+    ----------
+    plan : NodePlan
+    board : BoardDesc
+    files : sequence of str
+        The node folder's other files, as POSIX paths relative to it.
+    cluster : str
+        The cluster's name.
+    """
+    files = sorted(files)
+    return render_template(
+        "fusesoc/node.core.j2", plan=plan, board=board, files=files, version=__version__,
+        cluster=cluster, tool=_fusesoc_tool(plan, board),
+        ip_script=IP_SCRIPT if IP_SCRIPT in files else None,
+        constraints=[(f, _CONSTRAINT_TYPES[f.rsplit(".", 1)[1]])
+                     for f in files if f.startswith("constraints/")])
 
 
 #: FuseSoC (CAPI2) file types of constraint files, by extension.
@@ -105,9 +128,13 @@ class FusesocTool:
 
 
 def _fusesoc_tool(plan: NodePlan, board: BoardDesc) -> FusesocTool | None:
-    """The edalize back end for ``board`` (None where edalize has none: Virtex-5 needs
-    ISE, which this core leaves to ``ise.tcl``)."""
-    if board.vendor == "xilinx" and board.family != "virtex5":
+    """The edalize back end for ``board`` (None where edalize has none)."""
+    if board.vendor == "xilinx" and board.family == "virtex5":
+        # As ise.tcl sets them; ise_part only returns what its pattern parsed.
+        device, package, speed = ise_part(board.part)
+        return FusesocTool("ise", (("family", "Virtex5"), ("device", device),
+                                   ("package", package), ("speed", speed)))
+    if board.vendor == "xilinx":
         return FusesocTool("vivado", (("part", board.part),))
     if board.vendor == "intel":
         return FusesocTool("quartus", (("family", Raw(f'"{family(board.family).quartus}"',

@@ -7,7 +7,7 @@ import re
 from concurrent.futures import Executor
 from pathlib import Path, PurePosixPath
 
-from optnet.emit.stubs import PRIMITIVES, primitive_stubs, stub_verilog
+from optnet.emit.stubs import PRIMITIVES, port_stub, primitive_stubs
 from optnet.emit.writer import write_into
 from optnet.hw.link import LinkLayer
 from optnet.hw.router import Router
@@ -59,11 +59,7 @@ def node_files(plan: NodePlan, executor: Executor | None = None) -> dict[str, st
     for port in plan.ports:
         if port.phy != "lvds":
             name = ip_name(port)
-            x = port.xcvr
-            share = {} if x is None or x.role == "single" else {
-                "role": x.role, "quad": x.quad, "qpll": x.qpll}
-            files[f"stubs/{name}.v"] = stub_verilog(port.phy, len(port.lanes), name,
-                                                    family=plan.family, **share)
+            files[f"stubs/{name}.v"] = port_stub(port, plan.family)
     used = {name for name in PRIMITIVES if re.search(rf"^\s*{name}\b", verilog, re.M)}
     if used:
         files["stubs/primitives.v"] = primitive_stubs(used)

@@ -1,12 +1,22 @@
 """Vendor project scripts of one node: ``vivado.tcl``, ``ise.tcl``, ``quartus.tcl`` or a
-``Makefile`` for the open ECP5 flow.
+``Makefile`` for the open ECP5 flow, and ``ip.tcl`` (:data:`IP_SCRIPT`), which generates the
+IP the RTL instantiates as black boxes.
 
 Each script is self-contained: it finds the node folder from its own location, so it runs
 from any working directory and the folder can be copied to the machine with the vendor
 tools. It creates the project for the board's part, adds the RTL (never the lint stubs in
-``stubs/``: the vendor flow generates the real IP), the constraints, generates every link
-IP the RTL instantiates as a black box, builds the bitstream and writes a timing report
-into ``reports/``.
+``stubs/``: the vendor flow generates the real IP), the constraints, sources ``ip.tcl``,
+builds the bitstream and writes a timing report into ``reports/``.
+
+``ip.tcl`` works in the open project of either flow: the vendor script's, or the one Edalize
+creates for the ``synth`` target of the node's FuseSoC core, which lists ``ip.tcl`` as a
+``tclSource`` file (Edalize's vivado, quartus and ise back ends source those in their
+project-creation script, before synthesis). So it names no file of the node folder: the IP
+goes into the project (Vivado) or into ``ip/`` in the project's folder, the working
+directory (ISE, Quartus). After generating each link IP it reads the generated top-level
+Verilog and stops the build unless its ports are those of the RTL's black box
+(:func:`_expected_ports`, the table the lint stubs come from) in direction and width, with no
+input left out.
 
 What each link IP is and how it is configured is planned in :mod:`optnet.plan.ip`
 (:func:`~optnet.plan.ip.link_ips`); this module writes it into the scripts. A value the
@@ -18,15 +28,15 @@ values (``OPTNET_REFCLK_MHZ_<IP MODULE>``, ``OPTNET_INIT_CLK_MHZ``).
 Flows:
 
 - Xilinx 7 series and UltraScale+: ``vivado.tcl`` (project mode, ``launch_runs`` to
-  ``write_bitstream``).
+  ``write_bitstream``); ``ip.tcl`` runs ``create_ip`` and ``generate_target``.
 - Xilinx Virtex-5: Vivado does not support it, so ``ise.tcl`` for ISE 14.7's ``xtclsh``:
-  CORE Generator makes the Aurora 8B/10B v5.2 cores from ``.xco`` files the script writes,
-  XST to bitgen build the bitstream, trce reports timing. ISE reads UCF, not XDC: the script
-  adds ``constraints/*.ucf`` when the node has one and warns otherwise.
+  ``ip.tcl`` has CORE Generator make the Aurora 8B/10B v5.2 cores from ``.xco`` files it
+  writes, XST to bitgen build the bitstream, trce reports timing. ISE reads UCF, not XDC:
+  the script adds ``constraints/*.ucf`` when the node has one and warns otherwise.
 - Intel Stratix 10: ``quartus.tcl`` for ``quartus_sh -t`` (Quartus Prime Pro). The link IP,
   an ATX PLL per link IP (:func:`~optnet.plan.ip.atx_pll_name`) and the board top's
   ``optnet_iopll`` (:class:`~optnet.plan.ip.IopllPlan`) are Platform Designer IP variants
-  made with ``qsys-script`` and ``qsys-generate``.
+  that ``ip.tcl`` makes with ``qsys-script`` and ``qsys-generate``.
 - Lattice ECP5: a ``Makefile`` for Yosys, nextpnr-ecp5 and ecppack
   (:func:`~optnet.plan.ip.ecp5_device`).
 
@@ -44,7 +54,7 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 
 from optnet.devices.families import family
-from optnet.devices.linkip import VENDOR_PHYS
+from optnet.devices.linkip import VENDOR_PHYS, IpPort, ip_ports
 from optnet.emit.env import render_template
 from optnet.emit.escape import Raw, tcl_braced
 from optnet.plan import NodePlan
@@ -62,7 +72,11 @@ from optnet.plan.ip import (
 )
 from optnet.spec.models import BoardDesc
 
-__all__ = ["project_files"]
+__all__ = ["IP_SCRIPT", "project_files"]
+
+#: The node folder's IP script, sourced by the vendor project script and listed in the
+#: FuseSoC core's ``synth`` target.
+IP_SCRIPT = "ip.tcl"
 
 
 # The substituting words link IP parameters use: $name, $name(index), "$name(index) MHz".
@@ -162,6 +176,18 @@ def _init_clock(board: BoardDesc, clocks: IopllPlan | None) -> tuple[str, str]:
 # --------------------------------------------------------------------------- scripts
 
 
+def _expected_ports(ip: LinkIp) -> tuple[IpPort, ...]:
+    """The ports of link IP ``ip``'s generated top-level module as the RTL's black box
+    declares them: the table the adapters instantiate and the lint stubs are rendered from
+    (:func:`optnet.emit.stubs.stub_verilog`). The IP scripts check the generated module
+    against it."""
+    return ip_ports(ip.phy, ip.lanes, ip.family, role=ip.role, quad=ip.quad, qpll=ip.qpll)
+
+
+def _port_tables(ips: Sequence[LinkIp]) -> dict[str, tuple[IpPort, ...]]:
+    return {ip.name: _expected_ports(ip) for ip in ips}
+
+
 def _refclk_settings(ips: Sequence[LinkIp], board: BoardDesc) -> list[dict]:
     out = []
     for ip in ips:
@@ -190,26 +216,36 @@ def _vivado(plan: NodePlan, board: BoardDesc, files: Sequence[str],
         raise ProjectError(f"Node '{plan.node}' has no constraints/*.xdc; the Vivado project "
                            f"needs the pin and clock constraints.")
     ips = link_ips(plan, board)
-    init_mhz, init_source = _init_clock(board, clocks)
-    text = render_template(
+    out = {"vivado.tcl": render_template(
         "xilinx/vivado.tcl.j2", node=plan.node, board=board.name, part=board.part, top=top,
-        rtl=rtl, xdc=xdc, ips=ips, refclks=_refclk_settings(ips, board), tcl_word=_tcl_word,
-        init_clk={"mhz": init_mhz, "source": init_source,
-                  "needed": any(p.var and "$init_clk_mhz" in p.value
-                                for ip in ips for p in ip.params)})
-    return {"vivado.tcl": text}
+        rtl=rtl, xdc=xdc, ip_script=IP_SCRIPT if ips else None)}
+    if ips:
+        init_mhz, init_source = _init_clock(board, clocks)
+        out[IP_SCRIPT] = render_template(
+            "xilinx/vivado_ip.tcl.j2", node=plan.node, board=board.name, part=board.part,
+            ips=ips, ports=_port_tables(ips), refclks=_refclk_settings(ips, board),
+            tcl_word=_tcl_word,
+            init_clk={"mhz": init_mhz, "source": init_source,
+                      "needed": any(p.var and "$init_clk_mhz" in p.value
+                                    for ip in ips for p in ip.params)})
+    return out
 
 
 def _ise(plan: NodePlan, board: BoardDesc, files: Sequence[str]) -> dict[str, str]:
     rtl, top = _rtl(plan, files)
     device, package, speed = ise_part(board.part)
     ips = link_ips(plan, board)
-    text = render_template(
+    out = {"ise.tcl": render_template(
         "xilinx/ise.tcl.j2", node=plan.node, board=board.name, part=board.part, top=top,
         device=device, package=package, speed=speed, rtl=rtl,
         ucf=_select(files, "constraints", ".ucf"), xdc=_select(files, "constraints", ".xdc"),
-        ips=ips, refclks=_refclk_settings(ips, board), tcl_word=_tcl_word)
-    return {"ise.tcl": text}
+        ip_script=IP_SCRIPT if ips else None)}
+    if ips:
+        out[IP_SCRIPT] = render_template(
+            "xilinx/ise_ip.tcl.j2", node=plan.node, board=board.name, part=board.part,
+            device=device, package=package, speed=speed, ips=ips, ports=_port_tables(ips),
+            refclks=_refclk_settings(ips, board), tcl_word=_tcl_word)
+    return out
 
 
 def _quartus(plan: NodePlan, board: BoardDesc, files: Sequence[str],
@@ -230,14 +266,21 @@ def _quartus(plan: NodePlan, board: BoardDesc, files: Sequence[str],
                  IpParam("gui_number_of_clocks", str(len(clocks.outputs)))]
         iopll += [IpParam(f"gui_output_clock_frequency{i}", _mhz(f))
                   for i, (_, f) in enumerate(clocks.outputs)]
-    text = render_template(
+    has_ip = bool(ips or iopll)
+    quartus_family = family(board.family).quartus
+    out = {"quartus.tcl": render_template(
         "intel/quartus.tcl.j2", node=plan.node, board=board.name, part=board.part, top=top,
-        family=family(board.family).quartus, rtl=rtl, qsf=qsf, sdc=sdc, ips=ips, plls=plls,
-        refclks=_refclk_settings(ips, board), iopll=iopll, iopll_name=IOPLL_MODULE,
-        tcl_word=_tcl_word,
-        iopll_outputs=[] if clocks is None else [
-            (i, purpose, _mhz(f)) for i, (purpose, f) in enumerate(clocks.outputs)])
-    return {"quartus.tcl": text}
+        family=quartus_family, rtl=rtl, qsf=qsf, sdc=sdc,
+        ip_script=IP_SCRIPT if has_ip else None)}
+    if has_ip:
+        out[IP_SCRIPT] = render_template(
+            "intel/quartus_ip.tcl.j2", node=plan.node, board=board.name, part=board.part,
+            family=quartus_family, ips=ips, plls=plls, ports=_port_tables(ips),
+            refclks=_refclk_settings(ips, board), iopll=iopll, iopll_name=IOPLL_MODULE,
+            tcl_word=_tcl_word,
+            iopll_outputs=[] if clocks is None else [
+                (i, purpose, _mhz(f)) for i, (purpose, f) in enumerate(clocks.outputs)])
+    return out
 
 
 def _makefile(plan: NodePlan, board: BoardDesc, files: Sequence[str]) -> dict[str, str]:
@@ -281,7 +324,8 @@ def project_files(plan: NodePlan, board: BoardDesc, files: list[str], *,
     dict of str to str
         Relative path to text: ``vivado.tcl`` (Xilinx 7 series and UltraScale+),
         ``ise.tcl`` (Virtex-5, which Vivado does not support), ``quartus.tcl`` (Intel) or
-        ``Makefile`` (Lattice ECP5, Yosys + nextpnr + ecppack).
+        ``Makefile`` (Lattice ECP5, Yosys + nextpnr + ecppack); with the vendor scripts,
+        :data:`IP_SCRIPT` when the node has IP to generate.
 
     Raises
     ------

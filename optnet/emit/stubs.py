@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from optnet.devices.linkip import ip_family, ip_ports, ip_spec
 from optnet.emit.env import render_template
+from optnet.plan import PortPlan
+from optnet.plan.ip import ip_name
 
 __all__ = ["PRIMITIVES", "primitive_stubs", "stub_verilog"]
 
@@ -118,3 +120,12 @@ def stub_verilog(phy: str, lanes: int, ip_name: str, family: str | None = None, 
         ports=ports,
         ascending=any(p.ascending and p.width > 1 for p in ports),
     )
+
+
+def port_stub(port: PortPlan, family: str) -> str:
+    """The lint stub of the link IP behind ``port`` (as :func:`stub_verilog`, for its core's
+    shared-logic role from the transceiver plan), module :func:`optnet.plan.ip.ip_name`."""
+    x = port.xcvr
+    share = {} if x is None or x.role == "single" else {
+        "role": x.role, "quad": x.quad, "qpll": x.qpll}
+    return stub_verilog(port.phy, len(port.lanes), ip_name(port), family=family, **share)

@@ -55,7 +55,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from optnet.devices.families import family
+from optnet.devices.linkip import sl3_user_clock
 from optnet.devices.plls import MHZ, PLL_LIMITS, PllLimits
+from optnet.devices.transceivers import GXT_ABOVE
 from optnet.plan import NodePlan, PortPlan
 from optnet.plan.ip import atx_pll_name
 from optnet.spec.models import BoardDesc
@@ -76,7 +78,6 @@ __all__ = [
     "clock_plan",
     "pll_kind",
     "refclk_port_name",
-    "sl3_user_clock",
     "solve_pll",
     "speed_grade",
 ]
@@ -110,9 +111,6 @@ INIT_RANGES: dict[str, tuple[int, int]] = {
 #: Init clock made by the PLL when the board clock is out of range.
 _INIT_HZ = Fraction(100 * MHZ)
 
-#: SerialLite III metaframe length (words), the IP's default (UG-683330, "Transmission
-#: Overheads and Lane Rate Calculations").
-_SL3_METAFRAME = 8191
 
 
 class PllError(ValueError):
@@ -539,11 +537,6 @@ def _setting(kind: str, limits: PllLimits, fin: Fraction, requests: Sequence[Clo
     return PllSetting(kind, instance, fin, d, mult, fin / d, vco, outputs, params, limits)
 
 
-def sl3_user_clock(line_rate: int) -> Fraction:
-    """The SerialLite III user clock (Hz) that fills ``line_rate`` lanes in the advanced
-    clocking mode: lane rate = 64 x user clock x 67/64 x M/(M-4) with the default
-    metaframe length M (UG-683330 5.2), so user clock = lane rate x (M-4) / (67 M)."""
-    return Fraction(line_rate) * (_SL3_METAFRAME - 4) / (67 * _SL3_METAFRAME)
 
 
 # ----------------------------------------------------------------------------- clock plan
@@ -614,8 +607,6 @@ class TxPllSettings:
     refclk_port: str
 
 
-#: GXT channels (Stratix 10 H-tile) run above this line rate.
-_GXT_ABOVE = 17_400_000_000
 
 
 @dataclass(frozen=True)
@@ -829,7 +820,7 @@ def clock_plan(plan: NodePlan, board: BoardDesc) -> ClockPlan:
                 continue
             rc = board.ports[port.board_port].refclk
             lanes = len(port.lanes)
-            gxt = port.line_rate > _GXT_ABOVE
+            gxt = port.line_rate > GXT_ABOVE
             per = 2 if gxt else lanes
             tx_plls.append(TxPllSettings(
                 atx_pll_name(port), port.port, -(-lanes // per), per,

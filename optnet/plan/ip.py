@@ -26,7 +26,14 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from optnet.devices.linkip import VENDOR_PHYS, ip_family, ip_settings, user_width_for
+from optnet.devices.linkip import (
+    VENDOR_PHYS,
+    ip_family,
+    ip_settings,
+    sl3_user_clock,
+    user_width_for,
+)
+from optnet.devices.transceivers import GXT_ABOVE, analog_voltage
 from optnet.plan import NodePlan, PortPlan
 from optnet.spec.models import BoardDesc
 
@@ -510,10 +517,6 @@ _INTEL_SETTINGS: dict[str, dict[str, tuple[str, str] | str]] = {
     },
 }
 
-#: GXT channels run above this rate on H-tile (the adapter notes one ATX PLL per two GXT
-#: channels above 17.4 Gb/s).
-_GXT_ABOVE = 17_400_000_000
-
 
 def _intel_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan]) -> LinkIp:
     first = ports[0]
@@ -533,15 +536,22 @@ def _intel_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan]
             continue
         param, fixed = target
         params.append(IpParam(param, fixed.replace("{lanes}", str(lanes))))
-    gxt = first.line_rate > _GXT_ABOVE
+    gxt = first.line_rate > GXT_ABOVE
     tile = (board.transceivers.type if board.transceivers else "H-tile").lower()
+    voltage = analog_voltage(first.line_rate)
     if first.phy == "serial_lite_3":
+        # The user clock the board top's IOPLL makes for the advanced clocking mode, which
+        # the IP must be told (it derives the lane rate and core clock from it).
+        user_mhz = decimal_text(sl3_user_clock(first.line_rate) / 10**6, 6)
         params += [
             IpParam("gui_xcvr_data_rate", _gbps(first.line_rate)),
             IpParam("gui_pll_ref_freq", f"${refclk_var}", var=True),
             IpParam("gui_transceiver_channel_type", "GXT" if gxt else "GX"),
             IpParam("gui_user_crete_tile", tile.replace("-", "")),
+            IpParam("gui_user_clock_frequency", user_mhz),
         ]
+        if voltage:
+            params.append(IpParam("gui_analog_voltage", voltage))
     else:
         params += [
             IpParam("DATA_RATE_GUI", _gbps(first.line_rate)),
@@ -568,7 +578,7 @@ def atx_pll_name(port: PortPlan) -> str:
 
 def atx_pll(ip: LinkIp) -> LinkIp:
     """The ATX PLL IP for Intel link IP ``ip`` (same line rate and reference clock)."""
-    gxt = ip.line_rate > _GXT_ABOVE
+    gxt = ip.line_rate > GXT_ABOVE
     params = (
         IpParam("prot_mode", "Basic"),
         IpParam("bw_sel", "high"),
@@ -581,7 +591,7 @@ def atx_pll(ip: LinkIp) -> LinkIp:
         IpParam("set_output_clock_frequency",
                 decimal_text(Fraction(ip.line_rate, 2 * 10**6))),
         IpParam("set_auto_reference_clock_frequency", f"${ip.refclk_var}", var=True),
-    )
+    ) + ((IpParam("usr_analog_voltage", v),) if (v := analog_voltage(ip.line_rate)) else ())
     note = (f"TX PLL of {ip.name}: {'tx_serial_clk_gxt (GXT)' if gxt else 'tx_serial_clk'} at "
             f"{decimal_text(Fraction(ip.line_rate, 2 * 10**6))} MHz.")
     return dataclasses.replace(ip, name=atx_pll_name(ip.ports[0]),

@@ -16,6 +16,7 @@ from fractions import Fraction
 
 from optnet.devices.families import family
 from optnet.devices.plls import MHZ
+from optnet.devices.transceivers import analog_voltage
 from optnet.plan import NodePlan
 from optnet.plan.clocks import ClockPlan, buffers_refclk, clock_plan, refclk_port_name
 from optnet.spec.models import BoardDesc
@@ -56,6 +57,9 @@ class TopPort:
         What the port is, in words (for comments).
     level : int or None
         The constant a ``drive`` port holds.
+    voltage : str or None
+        The transceiver supply setting a ``gt`` port's channels need (Stratix 10 above
+        16 Gb/s: ``1_1V``, :func:`optnet.devices.transceivers.analog_voltage`).
     """
 
     name: str
@@ -67,6 +71,7 @@ class TopPort:
     sites: tuple[str | None, ...] = ()
     what: str = ""
     level: int | None = None
+    voltage: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ class PinAssignment:
     kind: str
     site: str | None
     what: str
+    voltage: str | None = None
 
 
 def _differential_ports(board: BoardDesc) -> bool:
@@ -170,6 +176,7 @@ def top_ports(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
                                      "lvds", what=what))
             continue
         sites = tuple(lane.site for lane in lanes)
+        voltage = analog_voltage(port.line_rate) if board.vendor == "intel" else None
         what = f"transceiver lanes {_lanes(port.lanes)} of '{port.board_port}'"
         pads = [("txp", "o", "tx_p"), ("txn", "o", "tx_n"), ("rxp", "i", "rx_p"),
                 ("rxn", "i", "rx_n")]
@@ -178,7 +185,7 @@ def top_ports(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
                 continue
             pins = tuple(getattr(lane, key) for lane in lanes)
             ports.append(TopPort(f"port{p}_{pad}", direction, len(pins), pins, None, "gt",
-                                 sites, what))
+                                 sites, what, voltage=voltage))
     return tuple(ports)
 
 
@@ -195,7 +202,7 @@ def board_pins(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
         for i in range(tp.width):
             out.append(PinAssignment(
                 tp.name, None if tp.width == 1 else i, tp.pins[i], tp.iostandard, tp.kind,
-                tp.sites[i] if tp.sites else None, tp.what))
+                tp.sites[i] if tp.sites else None, tp.what, tp.voltage))
     return tuple(out)
 
 

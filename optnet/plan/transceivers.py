@@ -39,18 +39,18 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from optnet.devices.linkip import ip_family, ip_spec, quad_number
-from optnet.devices.transceivers import Transceiver, transceiver
+from optnet.devices.transceivers import (
+    ATX_PER_BANK,
+    GXT_ABOVE,
+    GXT_PER_BANK,
+    Transceiver,
+    transceiver,
+)
 from optnet.diagnostics import Finding
 from optnet.spec.models import BoardDesc
 
 __all__ = ["GroupPlan", "LinkPort", "PortXcvr", "RefclkPlan", "XcvrPlan", "transceiver_plan"]
 
-#: Line rates above which Stratix 10 H-tile channels run as GXT (AN 778: GX to 17.4 Gb/s).
-GXT_ABOVE = 17_400_000_000
-
-#: GXT-capable channels per Stratix 10 H-tile bank, and ATX PLLs per bank (AN 778).
-GXT_PER_BANK = 4
-ATX_PER_BANK = 2
 
 
 @dataclass(frozen=True)

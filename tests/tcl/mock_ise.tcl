@@ -22,11 +22,23 @@ proc project {sub args} {
     }
 }
 
-proc xfile {sub path} {
-    if {$sub ne "add"} {
-        mock_fail "xfile $sub is not mocked"
+set mock_xfiles {}
+
+proc xfile {sub path args} {
+    switch -- $sub {
+        add {
+            lappend ::mock_xfiles [file tail $path]
+            mock_record xfile add [mock_input $path]
+        }
+        get {
+            # Edalize's xfile_add_exist_ok: an error for a file not in the project.
+            if {[lsearch -exact $::mock_xfiles $path] < 0} {
+                error "file $path is not in the project"
+            }
+            return $path
+        }
+        default {mock_fail "xfile $sub is not mocked"}
     }
-    mock_record xfile add [mock_input $path]
 }
 
 proc process {sub name args} {
@@ -52,7 +64,8 @@ proc process {sub name args} {
 }
 
 # exec: only CORE Generator in batch mode. Logs the SELECT and every CSET of the .xco and
-# writes <component_name>/src/<component_name>.v next to the project file.
+# writes <component_name>/src/<component_name>.v next to the .xco, with the lint stub's ports
+# (mock_ip_verilog).
 rename exec mock_real_exec
 proc exec {args} {
     if {[lindex $args 0] ne "coregen"} {
@@ -78,7 +91,7 @@ proc exec {args} {
     if {$name eq ""} {
         mock_fail "the .xco sets no component_name"
     }
-    mock_touch [file join [file dirname $opt(-b)] $name src $name.v] "module $name; endmodule\n"
+    mock_touch [file join [file dirname $opt(-b)] $name src $name.v] [mock_ip_verilog $name 1995]
 }
 
 mock_run

@@ -8,20 +8,38 @@ source [file join [file dirname [info script]] mock_common.tcl]
 
 proc load_package {name} { mock_record load_package $name }
 
+# project_new [-overwrite] [-family F] [-part P] [-revision R] name, options anywhere (Edalize
+# writes "project_new name -overwrite").
 proc project_new {args} {
-    set name [lindex $args end]
+    set opts {}
+    set name ""
+    for {set i 0} {$i < [llength $args]} {incr i} {
+        set a [lindex $args $i]
+        switch -- $a {
+            -overwrite {lappend opts $a}
+            -family - -part - -revision {lappend opts $a [lindex $args [incr i]]}
+            default {set name $a}
+        }
+    }
     set ::mock_revision $name
+    set ::quartus(project) $name
     mock_touch [file join [pwd] $name.qpf] qpf
     mock_touch [file join [pwd] $name.qsf] qsf
-    mock_record project_new {*}[lrange $args 0 end-1] [mock_output $name.qpf]
+    mock_record project_new {*}$opts [mock_output $name.qpf]
 }
 
 proc project_open {args} {
     mock_input [lindex $args end].qpf
+    set ::quartus(project) [lindex $args end]
     mock_record project_open {*}$args
 }
 
-proc project_close {} { mock_record project_close }
+proc project_close {} {
+    unset -nocomplain ::quartus(project)
+    mock_record project_close
+}
+
+proc is_project_open {} { return [info exists ::quartus(project)] }
 proc export_assignments {} { mock_record export_assignments }
 
 proc set_global_assignment {dash name value args} {
@@ -85,8 +103,21 @@ proc exec {args} {
             interp delete $q
         }
         qsys-generate {
-            mock_record qsys-generate [mock_input [lindex $plain 0]] \
-                [dict get $opts synthesis]
+            # ip/<name>.ip -> ip/<name>/synth/<name>.v, with the lint stub's ports for link
+            # IP (mock_ip_verilog) and none for the PLLs, which have no stub.
+            set ip [lindex $plain 0]
+            mock_record qsys-generate [mock_input $ip] [dict get $opts synthesis]
+            set name [file rootname [file tail $ip]]
+            set stubs [file join $::mock_node stubs]
+            if {[info exists ::env(MOCK_STUBS)]} {
+                set stubs $::env(MOCK_STUBS)
+            }
+            if {[file exists [file join $stubs $name.v]]} {
+                set text [mock_ip_verilog $name ansi]
+            } else {
+                set text "module $name;\nendmodule\n"
+            }
+            mock_touch [file join [file rootname $ip] synth $name.v] $text
         }
         default {mock_fail "exec $tool is not mocked"}
     }

@@ -4,6 +4,7 @@ source [file join [file dirname [info script]] mock_common.tcl]
 set mock_project ""
 set mock_project_dir ""
 set mock_top ""
+set mock_part ""
 array set mock_ips {}
 
 proc create_project {args} {
@@ -17,12 +18,17 @@ proc create_project {args} {
         }
     }
     lassign $rest name dir
+    if {$dir eq ""} {
+        # As Vivado: the project goes into the working directory (Edalize's project script).
+        set dir [pwd]
+    }
     set ::mock_project $name
     set ::mock_project_dir [file normalize $dir]
     mock_record create_project $name [mock_output $dir] $::mock_part
 }
 
-proc current_project {} { return $::mock_project }
+proc current_project {args} { return $::mock_project }
+proc get_filesets {name} { return $name }
 proc current_fileset {} { return sources_1 }
 
 proc add_files {args} {
@@ -42,6 +48,7 @@ proc add_files {args} {
 }
 
 proc read_xdc {path} { mock_record read_xdc [mock_input $path] }
+proc read_verilog {path} { mock_record read_verilog [mock_input $path] }
 
 proc set_property {args} {
     if {[lindex $args 0] eq "-dict"} {
@@ -59,10 +66,19 @@ proc set_property {args} {
     if {$key eq "top"} {
         set ::mock_top $value
     }
+    if {$key eq "part" && $object eq $::mock_project} {
+        set ::mock_part $value
+    }
     mock_record set_property $object $key $value
 }
 
 proc create_ip {args} {
+    if {$::mock_project eq ""} {
+        mock_fail "create_ip without an open project"
+    }
+    if {$::mock_part eq ""} {
+        mock_fail "create_ip in project $::mock_project, which has no part"
+    }
     array set opt $args
     set name $opt(-module_name)
     if {[info exists ::mock_ips($name)]} {
@@ -79,8 +95,9 @@ proc get_ips {name} {
     return $name
 }
 
-# The IP's generated top-level Verilog, with the user data bus as wide as the recorded
-# customisation makes it: 64 bits a lane (Aurora 64B/66B) or 8 x C_LANE_WIDTH bits a lane.
+# The IP's generated top-level Verilog: the lint stub's ports (mock_ip_verilog), with the user
+# data buses as wide as the recorded customisation makes them: 64 bits a lane (Aurora
+# 64B/66B) or 8 x C_LANE_WIDTH bits a lane.
 proc mock_ip_file {ip} {
     return [file join $::mock_project_dir $::mock_project.srcs sources_1 ip $ip $ip.v]
 }
@@ -95,7 +112,7 @@ proc generate_target {what ips} {
             set width [expr {64 * $lanes}]
         }
         mock_touch [mock_ip_file $ip] \
-            "module $ip (\n  input \[0:[expr {$width - 1}]\] s_axi_tx_tdata,\n  input s_axi_tx_tvalid\n);\nendmodule\n"
+            [mock_ip_verilog $ip 1995 [dict create s_axi_tx_tdata $width m_axi_rx_tdata $width]]
         mock_record generate_target $what $ip
     }
 }

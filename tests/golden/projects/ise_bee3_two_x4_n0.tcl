@@ -7,105 +7,12 @@
 # bitgen build n0.bit and trce writes the timing report to reports/. Every path is
 # relative to this script's folder. stubs/ holds lint-only black boxes and is not used.
 #
-# The CORE Generator parameters are optnet.hw.phy.vendor.ip_settings("aurora_8b10b",
-# "virtex5") (UG353 / DS637), spelt as the user parameters of the core_generation_info
-# attribute of generated v5.x cores. No public .xco of an Aurora v5.2 core confirmed these
-# CSET spellings or the SELECT line: if CORE Generator rejects the written ise/ip/*.xco,
-# open it in the CORE Generator GUI, set the values listed there and regenerate.
+# The cores are made by ip.tcl once the project is open; the synth target of the node's
+# FuseSoC core sources it too (Edalize's ise back end).
 
 set here [file dirname [file normalize [info script]]]
-
-# A value the board file does not give stops the build here with the variable to set.
-proc optnet_setting {env default missing} {
-    if {[info exists ::env($env)] && $::env($env) ne ""} {
-        return $::env($env)
-    }
-    if {$default ne ""} {
-        return $default
-    }
-    error "optnet: $missing Set the environment variable $env and run ise.tcl again."
-}
-
-# Reference clock of optnet_aurora_8b10b_x4 in MHz: unknown: board bee3_lx155t gives no refclk
-# for port mgt.
-set refclk_mhz(optnet_aurora_8b10b_x4) [optnet_setting \
-    OPTNET_REFCLK_MHZ_OPTNET_AURORA_8B10B_X4 "" \
-    "The reference clock frequency (MHz) of optnet_aurora_8b10b_x4 (board port mgt) is not in board file bee3_lx155t.yaml."]
-
 set work [file join $here ise]
-file mkdir [file join $work ip]
-
-# CORE Generator project options: the part, Verilog output.
-set optnet_coregen_options [list \
-    addpads false asysymbol false busformat BusFormatAngleBracketNotRipped \
-    createndf false designentry Verilog device xc5vlx155t devicefamily virtex5 \
-    flowvendor Other formalverification false foundationsym false \
-    implementationfiletype Ngc package ff1136 removerpms false \
-    simulationfiles Behavioral speedgrade -1 verilogsim true vhdlsim false \
-    workingdirectory ./tmp/]
-
-# Write ise/ip/<name>.xco, generate the core in batch mode and return its Verilog sources.
-proc optnet_coregen {name select params} {
-    global work optnet_coregen_options
-    set ipdir [file join $work ip]
-    set cgp [file join $ipdir coregen.cgp]
-    set fh [open $cgp w]
-    foreach {key value} $optnet_coregen_options {
-        puts $fh "SET $key = $value"
-    }
-    close $fh
-    set xco [file join $ipdir $name.xco]
-    set fh [open $xco w]
-    puts $fh "# BEGIN Project Options"
-    foreach {key value} $optnet_coregen_options {
-        puts $fh "SET $key = $value"
-    }
-    puts $fh "# END Project Options"
-    puts $fh "# BEGIN Select"
-    puts $fh "SELECT $select"
-    puts $fh "# END Select"
-    puts $fh "# BEGIN Parameters"
-    foreach {key value} $params {
-        puts $fh "CSET $key=$value"
-    }
-    puts $fh "# END Parameters"
-    puts $fh "GENERATE"
-    close $fh
-    exec coregen -p $cgp -b $xco >@ stdout 2>@ stderr
-    set sources [lsort [glob -nocomplain -directory [file join $ipdir $name src] *.v]]
-    if {![llength $sources]} {
-        error "optnet: CORE Generator wrote no Verilog sources to [file join $ipdir $name src]; see [file join $ipdir coregen.log]."
-    }
-    return $sources
-}
-
-set ip_sources {}
-
-# optnet_aurora_8b10b_x4: Aurora_8B10B family Xilinx,_Inc. 5.2 for ports mgt[0..3], mgt[4..7].
-# 4 lanes at 1.95 Gb/s, 64-bit user data (2-byte GTP lanes) as the RTL's black box expects;
-# placed at GTP_DUAL_X0Y0_CH0, GTP_DUAL_X0Y0_CH1, GTP_DUAL_X0Y1_CH0, GTP_DUAL_X0Y1_CH1.
-# Shared by ports mgt[0..3], mgt[4..7]: the core is placed for port mgt[0..3]; the constraints
-# place the other instances.
-set sources [optnet_coregen optnet_aurora_8b10b_x4 "Aurora_8B10B family Xilinx,_Inc. 5.2" [list \
-    c_aurora_lanes {4} \
-    c_lane_width {2} \
-    interface_mode {Streaming} \
-    c_stream {true} \
-    dataflow_config {Duplex} \
-    flow_mode {None} \
-    c_nfc {false} \
-    c_ufc {false} \
-    c_gt_clock_1 {GTPD0} \
-    c_gt_clock_2 {None} \
-    c_line_rate {1.95} \
-    c_refclk_frequency $refclk_mhz(optnet_aurora_8b10b_x4) \
-    c_gt_loc_1 {1} \
-    c_gt_loc_2 {2} \
-    c_gt_loc_3 {3} \
-    c_gt_loc_4 {4} \
-    component_name {optnet_aurora_8b10b_x4} \
-]]
-set ip_sources [concat $ip_sources $sources]
+file mkdir $work
 
 # ISE writes its working files next to the project file.
 cd $work
@@ -120,12 +27,13 @@ project set synthesis_tool "XST (VHDL/Verilog)"
 project set "Preferred Language" Verilog
 xfile add [file join $here rtl n0.v]
 xfile add [file join $here rtl n0_top.v]
-foreach f $ip_sources {
-    xfile add $f
-}
 # ISE reads UCF, not XDC (constraints/n0.xdc is for Vivado); with no
 # constraints/*.ucf the design builds without pin locations.
 puts "optnet: WARNING: no UCF for node n0: pins and clocks are unconstrained."
+
+# The link IP: generated by CORE Generator into ise/ip/, checked against the RTL's black boxes
+# and added to the project.
+source [file join $here ip.tcl]
 project set top n0_top
 
 # "process run" is true once the process starts, whatever its end (Xilinx AR#36936); its

@@ -4,124 +4,32 @@
 #   quartus_sh -t quartus.tcl      (from any directory)
 #
 # Creates the project (quartus/n0.qpf and .qsf), generates the IP the RTL instantiates
-# as black boxes with Platform Designer (qsys-script writes quartus/ip/<name>.ip from
-# quartus/ip/<name>.tcl, qsys-generate makes its HDL), compiles, copies n0.sof here and
-# the timing report to reports/. Every path is relative to this script's folder.
+# as black boxes with Platform Designer, compiles, copies n0.sof here and the timing report
+# to reports/. Every path is relative to this script's folder.
 # stubs/ holds lint-only black boxes and is deliberately not part of the project.
-#
-# Parameter names: SerialLite III Streaming (altera_sl3) and the H-tile ATX PLL
-# (altera_xcvr_atx_pll_s10_htile) as in the .ip files of CTSRD-CHERI/S10FPGA
-# (s10_seriallite3_4lane.ip, xcvr_atx_pll_s10_htile.ip); Interlaken 2nd Generation
-# (altera_uflex_ilk) as in its _hw.tcl (v18.1: INTERNAL_WORDS is derived from the lane
-# count there and may be refused); IOPLL (altera_iopll) as in openhwgroup/cva6
-# corev_apu/altera/ip/io_pll.tcl. Settings without a known parameter are listed as comments.
+# The IP is made by ip.tcl, which the synth target of the node's FuseSoC core sources too.
 
 set here [file dirname [file normalize [info script]]]
-set family "Stratix 10"
-set part 1SM21BHU2F53E1VG
-
-# A value the board file does not give stops the build here with the variable to set.
-proc optnet_setting {env default missing} {
-    if {[info exists ::env($env)] && $::env($env) ne ""} {
-        return $::env($env)
-    }
-    if {$default ne ""} {
-        return $default
-    }
-    error "optnet: $missing Set the environment variable $env and run quartus.tcl again."
-}
-
-# Reference clock of optnet_serial_lite_3_x2 in MHz: unknown: board stratix10mx_optics gives no
-# refclk for port optical0, optical1.
-set refclk_mhz(optnet_serial_lite_3_x2) [optnet_setting \
-    OPTNET_REFCLK_MHZ_OPTNET_SERIAL_LITE_3_X2 "" \
-    "The reference clock frequency (MHz) of optnet_serial_lite_3_x2 (board port optical0, optical1) is not in board file stratix10mx_optics.yaml."]
 
 load_package project
 load_package flow
 
 set work [file join $here quartus]
-file mkdir [file join $work ip]
+file mkdir $work
 cd $work
 
-project_new -overwrite -family $family -part $part -revision n0 n0
+project_new -overwrite -family "Stratix 10" -part 1SM21BHU2F53E1VG -revision n0 n0
 set_global_assignment -name TOP_LEVEL_ENTITY n0_top
 set_global_assignment -name VERILOG_FILE ../rtl/n0.v
 set_global_assignment -name VERILOG_FILE ../rtl/n0_top.v
 set_global_assignment -name SDC_FILE ../constraints/n0.sdc
-set_global_assignment -name IP_FILE ip/optnet_serial_lite_3_x2.ip
-set_global_assignment -name IP_FILE ip/optnet_serial_lite_3_x2_atx_pll.ip
-set_global_assignment -name IP_FILE ip/optnet_iopll.ip
 # Pin, I/O standard and transceiver assignments.
 source ../constraints/n0.qsf
+
+# The IP: Platform Designer variants in quartus/ip/, added to the project and generated.
+source [file join $here ip.tcl]
 export_assignments
 project_close
-
-# Write ip/<name>.tcl, let qsys-script save the IP variant ip/<name>.ip (its module is
-# <name>, with every interface of the one instance exported) and generate its HDL.
-proc optnet_ip {name component params} {
-    global family part
-    set script [file join ip $name.tcl]
-    set fh [open $script w]
-    puts $fh "package require qsys"
-    puts $fh [list create_system $name]
-    puts $fh [list set_project_property DEVICE_FAMILY $family]
-    puts $fh [list set_project_property DEVICE $part]
-    puts $fh [list add_instance ${name}_0 $component]
-    foreach {key value} $params {
-        puts $fh [list set_instance_parameter_value ${name}_0 $key $value]
-    }
-    puts $fh [list set_instance_property ${name}_0 AUTO_EXPORT true]
-    puts $fh [list save_system [file join ip $name.ip]]
-    close $fh
-    exec qsys-script --script=$script --quartus-project=n0.qpf >@ stdout 2>@ stderr
-    exec qsys-generate [file join ip $name.ip] --synthesis=VERILOG \
-        --quartus-project=n0.qpf >@ stdout 2>@ stderr
-}
-
-# optnet_serial_lite_3_x2: altera_sl3 for ports optical0[0..1], optical0[2..3], optical1[0..1].
-# 2 lanes at 25.0 Gb/s, 128-bit user data as the RTL's black box expects.
-# Transceiver PLL = external (tx_serial_clk, tx_pll_locked exported): the Stratix 10 core has no
-# TX PLL of its own; the ATX PLL IP below drives tx_serial_clk.
-# Shared by ports optical0[0..1], optical0[2..3], optical1[0..1].
-optnet_ip optnet_serial_lite_3_x2 altera_sl3 [list \
-    htile_gui_direction {Duplex} \
-    LANES {2} \
-    gui_clocking_mode {true} \
-    gui_ecc_enable {false} \
-    gui_xcvr_data_rate {25.0} \
-    gui_pll_ref_freq $refclk_mhz(optnet_serial_lite_3_x2) \
-    gui_transceiver_channel_type {GXT} \
-    gui_user_crete_tile {htile} \
-]
-
-# optnet_serial_lite_3_x2_atx_pll: altera_xcvr_atx_pll_s10_htile for ports optical0[0..1],
-# optical0[2..3], optical1[0..1].
-# TX PLL of optnet_serial_lite_3_x2: tx_serial_clk_gxt (GXT) at 12500.0 MHz.
-optnet_ip optnet_serial_lite_3_x2_atx_pll altera_xcvr_atx_pll_s10_htile [list \
-    prot_mode {Basic} \
-    bw_sel {high} \
-    primary_pll_buffer {GXT clock output buffer} \
-    enable_28G_local_atx_path {1} \
-    enable_8G_path {0} \
-    enable_pll_lock {1} \
-    set_output_clock_frequency {12500.0} \
-    set_auto_reference_clock_frequency $refclk_mhz(optnet_serial_lite_3_x2) \
-]
-
-# optnet_iopll: altera_iopll of the board top, from its clock plan:
-#   outclk_0 200.0 MHz: network
-#   outclk_1 100.0 MHz: init
-#   outclk_2 355.0 MHz: serial_lite_3 user
-optnet_ip optnet_iopll altera_iopll [list \
-    gui_operation_mode {direct} \
-    gui_use_locked {1} \
-    gui_reference_clock_frequency {100.0} \
-    gui_number_of_clocks {3} \
-    gui_output_clock_frequency0 {200.0} \
-    gui_output_clock_frequency1 {100.0} \
-    gui_output_clock_frequency2 {355.0} \
-]
 
 project_open -revision n0 n0
 if {[catch {execute_flow -compile} result]} {

@@ -6,15 +6,8 @@
 # builds n0.bit and writes timing and utilisation reports to reports/. Every path is
 # relative to this script's folder, so the folder can be copied to another machine.
 # stubs/ holds lint-only black boxes and is deliberately not part of the project.
-#
-# Aurora parameter names (CONFIG.*) are those of public create_ip scripts: sangwoojun/bluedbm
-# auroraExt/synth-aurora-ext.tcl and flash/virtex/synth-aurora-intra1.tcl (VC707:
-# C_LINE_RATE in Gb/s, C_REFCLK_FREQUENCY in MHz, C_GT_LOC_<Y+1> lane placement),
-# OpenCAPI/ThymesisFlow afu/thymesisflow/ip/aurora_qsfp1.tcl (UltraScale+: CHANNEL_ENABLE,
-# C_START_QUAD, C_START_LANE, C_REFCLK_SOURCE, C_UCOLUMN_USED, C_INIT_CLK) and the adapter's
-# settings (optnet.hw.phy.vendor.IP_SETTINGS, from PG046 / PG074). C_GT_CLOCK_1 (7-series
-# reference clock quad) is the core's c_gt_clock_1 user parameter, not confirmed as a
-# CONFIG name by a public script: check it in the IP customisation if Vivado refuses it.
+# The link IP is made by ip.tcl, which the synth target of the node's FuseSoC core
+# sources too.
 
 set here [file dirname [file normalize [info script]]]
 
@@ -30,30 +23,6 @@ proc optnet_setting {env default missing} {
 }
 
 set jobs [optnet_setting OPTNET_JOBS 4 "No job count."]
-# Reference clock of optnet_aurora_64b66b_x2_master_x1q6 in MHz: ports.fmc1_hpc.refclk of board
-# vc707.
-set refclk_mhz(optnet_aurora_64b66b_x2_master_x1q6) [optnet_setting \
-    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2_MASTER_X1Q6 "625.0" \
-    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2_master_x1q6 (board port fmc1_hpc) is not in board file vc707.yaml."]
-# Reference clock of optnet_aurora_64b66b_x2_slave_x1q6 in MHz: ports.fmc1_hpc.refclk of board
-# vc707.
-set refclk_mhz(optnet_aurora_64b66b_x2_slave_x1q6) [optnet_setting \
-    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2_SLAVE_X1Q6 "625.0" \
-    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2_slave_x1q6 (board port fmc1_hpc) is not in board file vc707.yaml."]
-# Reference clock of optnet_aurora_64b66b_x2_master_x1q4 in MHz: ports.fmc2_hpc.refclk of board
-# vc707.
-set refclk_mhz(optnet_aurora_64b66b_x2_master_x1q4) [optnet_setting \
-    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2_MASTER_X1Q4 "625.0" \
-    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2_master_x1q4 (board port fmc2_hpc) is not in board file vc707.yaml."]
-# Reference clock of optnet_aurora_64b66b_x2_slave_x1q4 in MHz: ports.fmc2_hpc.refclk of board
-# vc707.
-set refclk_mhz(optnet_aurora_64b66b_x2_slave_x1q4) [optnet_setting \
-    OPTNET_REFCLK_MHZ_OPTNET_AURORA_64B66B_X2_SLAVE_X1Q4 "625.0" \
-    "The reference clock frequency (MHz) of optnet_aurora_64b66b_x2_slave_x1q4 (board port fmc2_hpc) is not in board file vc707.yaml."]
-# Free-running init clock of the Aurora cores in MHz (C_INIT_CLK, DRP_FREQ): the board top's
-# clock plan.
-set init_clk_mhz [optnet_setting OPTNET_INIT_CLK_MHZ "100.09765625" \
-    "The frequency (MHz) of the Aurora init clock of node n0 is not known."]
 
 create_project -force n0 [file join $here vivado] -part xc7vx485tffg1761-2
 set_property target_language Verilog [current_project]
@@ -66,149 +35,8 @@ add_files -fileset constrs_1 -norecurse [list \
 ]
 set_property top n0_top [current_fileset]
 
-# The generated IP's user data bus must be as wide as the RTL's black box: read its width
-# from the IP's generated top-level Verilog.
-proc optnet_check_width {ip port width} {
-    foreach f [get_files -quiet -of_objects [get_ips $ip]] {
-        if {[file tail $f] ne "$ip.v" || ![file exists $f]} {
-            continue
-        }
-        set fh [open $f]
-        set text [read $fh]
-        close $fh
-        if {[regexp "\\\[\\s*(\\d+)\\s*:\\s*(\\d+)\\s*\\\]\\s*(?:wire\\s+)?$port\\M" $text -> a b]} {
-            set got [expr {abs($a - $b) + 1}]
-            if {$got != $width} {
-                error "optnet: $ip.$port is $got bits wide but the RTL expects $width bits; the IP customisation does not match the black box."
-            }
-            puts "optnet: $ip.$port is $width bits wide, as the RTL expects."
-            return
-        }
-    }
-    puts "optnet: WARNING: could not read the width of $ip.$port ($width bits expected)."
-}
-
-# optnet_aurora_64b66b_x2_master_x1q6: aurora_64b66b for port fmc1_hpc[0..1].
-# 2 lanes at 10.0 Gb/s, 128-bit user data as the RTL's black box expects.
-# Placed at GTXE2_CHANNEL_X1Y24, GTXE2_CHANNEL_X1Y25 (C_GT_LOC_<Y+1>, one GT column assumed);
-# reference clock GTXQ6, the quad of the first lane (the board file names no refclk site).
-# Shared logic in the core (SupportLevel 1): it buffers the reference clock, holds the quad's
-# COMMON (QPLL in use) and gives its clocks to the quad's other cores (PG046/PG074 Shared
-# Logic).
-create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2_master_x1q6
-set_property -dict [list \
-    CONFIG.C_AURORA_LANES {2} \
-    CONFIG.interface_mode {Streaming} \
-    CONFIG.dataflow_config {Duplex} \
-    CONFIG.flow_mode {None} \
-    CONFIG.SupportLevel {1} \
-    CONFIG.drp_mode {Disabled} \
-    CONFIG.SINGLEEND_INITCLK {true} \
-    CONFIG.SINGLEEND_GTREFCLK {false} \
-    CONFIG.C_USE_BYTESWAP {false} \
-    CONFIG.TransceiverControl {false} \
-    CONFIG.DRP_FREQ $init_clk_mhz \
-    CONFIG.C_LINE_RATE {10.0} \
-    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2_master_x1q6) \
-    CONFIG.C_INIT_CLK $init_clk_mhz \
-    CONFIG.C_GT_CLOCK_1 {GTXQ6} \
-    CONFIG.C_GT_LOC_25 {1} \
-    CONFIG.C_GT_LOC_26 {2} \
-    CONFIG.C_GT_LOC_1 {X} \
-] [get_ips optnet_aurora_64b66b_x2_master_x1q6]
-generate_target all [get_ips optnet_aurora_64b66b_x2_master_x1q6]
-optnet_check_width optnet_aurora_64b66b_x2_master_x1q6 s_axi_tx_tdata 128
-
-# optnet_aurora_64b66b_x2_slave_x1q6: aurora_64b66b for port fmc1_hpc[2..3].
-# 2 lanes at 10.0 Gb/s, 128-bit user data as the RTL's black box expects.
-# Placed at GTXE2_CHANNEL_X1Y26, GTXE2_CHANNEL_X1Y27 (C_GT_LOC_<Y+1>, one GT column assumed);
-# reference clock GTXQ6, the quad of the first lane (the board file names no refclk site).
-# No shared logic (SupportLevel 0): it takes the reference clock, the quad PLL's clocks and the
-# user clocks from the core of port fmc1_hpc[0..1] (PG046/PG074 Shared Logic).
-create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2_slave_x1q6
-set_property -dict [list \
-    CONFIG.C_AURORA_LANES {2} \
-    CONFIG.interface_mode {Streaming} \
-    CONFIG.dataflow_config {Duplex} \
-    CONFIG.flow_mode {None} \
-    CONFIG.SupportLevel {0} \
-    CONFIG.drp_mode {Disabled} \
-    CONFIG.SINGLEEND_INITCLK {true} \
-    CONFIG.SINGLEEND_GTREFCLK {false} \
-    CONFIG.C_USE_BYTESWAP {false} \
-    CONFIG.TransceiverControl {false} \
-    CONFIG.DRP_FREQ $init_clk_mhz \
-    CONFIG.C_LINE_RATE {10.0} \
-    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2_slave_x1q6) \
-    CONFIG.C_INIT_CLK $init_clk_mhz \
-    CONFIG.C_GT_CLOCK_1 {GTXQ6} \
-    CONFIG.C_GT_LOC_27 {1} \
-    CONFIG.C_GT_LOC_28 {2} \
-    CONFIG.C_GT_LOC_1 {X} \
-] [get_ips optnet_aurora_64b66b_x2_slave_x1q6]
-generate_target all [get_ips optnet_aurora_64b66b_x2_slave_x1q6]
-optnet_check_width optnet_aurora_64b66b_x2_slave_x1q6 s_axi_tx_tdata 128
-
-# optnet_aurora_64b66b_x2_master_x1q4: aurora_64b66b for port fmc2_hpc[0..1].
-# 2 lanes at 10.0 Gb/s, 128-bit user data as the RTL's black box expects.
-# Placed at GTXE2_CHANNEL_X1Y16, GTXE2_CHANNEL_X1Y17 (C_GT_LOC_<Y+1>, one GT column assumed);
-# reference clock GTXQ4, the quad of the first lane (the board file names no refclk site).
-# Shared logic in the core (SupportLevel 1): it buffers the reference clock, holds the quad's
-# COMMON (QPLL in use) and gives its clocks to the quad's other cores (PG046/PG074 Shared
-# Logic).
-create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2_master_x1q4
-set_property -dict [list \
-    CONFIG.C_AURORA_LANES {2} \
-    CONFIG.interface_mode {Streaming} \
-    CONFIG.dataflow_config {Duplex} \
-    CONFIG.flow_mode {None} \
-    CONFIG.SupportLevel {1} \
-    CONFIG.drp_mode {Disabled} \
-    CONFIG.SINGLEEND_INITCLK {true} \
-    CONFIG.SINGLEEND_GTREFCLK {false} \
-    CONFIG.C_USE_BYTESWAP {false} \
-    CONFIG.TransceiverControl {false} \
-    CONFIG.DRP_FREQ $init_clk_mhz \
-    CONFIG.C_LINE_RATE {10.0} \
-    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2_master_x1q4) \
-    CONFIG.C_INIT_CLK $init_clk_mhz \
-    CONFIG.C_GT_CLOCK_1 {GTXQ4} \
-    CONFIG.C_GT_LOC_17 {1} \
-    CONFIG.C_GT_LOC_18 {2} \
-    CONFIG.C_GT_LOC_1 {X} \
-] [get_ips optnet_aurora_64b66b_x2_master_x1q4]
-generate_target all [get_ips optnet_aurora_64b66b_x2_master_x1q4]
-optnet_check_width optnet_aurora_64b66b_x2_master_x1q4 s_axi_tx_tdata 128
-
-# optnet_aurora_64b66b_x2_slave_x1q4: aurora_64b66b for port fmc2_hpc[2..3].
-# 2 lanes at 10.0 Gb/s, 128-bit user data as the RTL's black box expects.
-# Placed at GTXE2_CHANNEL_X1Y18, GTXE2_CHANNEL_X1Y19 (C_GT_LOC_<Y+1>, one GT column assumed);
-# reference clock GTXQ4, the quad of the first lane (the board file names no refclk site).
-# No shared logic (SupportLevel 0): it takes the reference clock, the quad PLL's clocks and the
-# user clocks from the core of port fmc2_hpc[0..1] (PG046/PG074 Shared Logic).
-create_ip -name aurora_64b66b -vendor xilinx.com -library ip -module_name optnet_aurora_64b66b_x2_slave_x1q4
-set_property -dict [list \
-    CONFIG.C_AURORA_LANES {2} \
-    CONFIG.interface_mode {Streaming} \
-    CONFIG.dataflow_config {Duplex} \
-    CONFIG.flow_mode {None} \
-    CONFIG.SupportLevel {0} \
-    CONFIG.drp_mode {Disabled} \
-    CONFIG.SINGLEEND_INITCLK {true} \
-    CONFIG.SINGLEEND_GTREFCLK {false} \
-    CONFIG.C_USE_BYTESWAP {false} \
-    CONFIG.TransceiverControl {false} \
-    CONFIG.DRP_FREQ $init_clk_mhz \
-    CONFIG.C_LINE_RATE {10.0} \
-    CONFIG.C_REFCLK_FREQUENCY $refclk_mhz(optnet_aurora_64b66b_x2_slave_x1q4) \
-    CONFIG.C_INIT_CLK $init_clk_mhz \
-    CONFIG.C_GT_CLOCK_1 {GTXQ4} \
-    CONFIG.C_GT_LOC_19 {1} \
-    CONFIG.C_GT_LOC_20 {2} \
-    CONFIG.C_GT_LOC_1 {X} \
-] [get_ips optnet_aurora_64b66b_x2_slave_x1q4]
-generate_target all [get_ips optnet_aurora_64b66b_x2_slave_x1q4]
-optnet_check_width optnet_aurora_64b66b_x2_slave_x1q4 s_axi_tx_tdata 128
+# The link IP: created in this project, generated and checked against the RTL's black boxes.
+source [file join $here ip.tcl]
 
 # A run that stops short of 100 % failed; its log says why.
 proc optnet_check_run {run} {
