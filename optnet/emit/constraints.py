@@ -2,7 +2,9 @@
 
 One function, :func:`constraint_files`, renders the vendor's files from the board top's
 port and clock data (:func:`optnet.hw.board.board_pins`, :func:`~optnet.hw.board.clock_plan`,
-:func:`~optnet.hw.board.clock_constraints`) through the templates ``<vendor>/constraints.*``:
+:func:`~optnet.hw.board.clock_constraints`) and its clock-domain crossings
+(:func:`optnet.emit.cdc.clock_crossings`: constrained per crossed clock pair, never by
+cutting whole clock groups) through the templates ``<vendor>/constraints.*``:
 
 * Xilinx 7 series and UltraScale+: ``constraints/<node>.xdc`` (Vivado);
 * Xilinx Virtex-5: ``constraints/<node>.ucf`` (ISE; Vivado does not support Virtex-5);
@@ -17,6 +19,7 @@ for every port of ``<node>_top``.
 
 from __future__ import annotations
 
+from optnet.emit.cdc import clock_crossings
 from optnet.emit.env import render_template
 from optnet.hw.board import (
     board_pins,
@@ -25,6 +28,7 @@ from optnet.hw.board import (
     constraint_format,
     top_ports,
 )
+from optnet.hw.cdc import FIRST_STAGE
 from optnet.plan import NodePlan
 from optnet.spec.models import BoardDesc
 
@@ -53,6 +57,7 @@ def constraint_files(plan: NodePlan, board: BoardDesc) -> dict[str, str]:
     context = dict(
         node=plan.node, top=f"{plan.node}_top", board=board, cp=cp, pins=pins,
         ports=top_ports(plan, board, cp), clocks=clocks, groups=groups,
+        crossings=clock_crossings(plan, board, cp), first_stage=FIRST_STAGE,
         missing=sum(1 for a in pins if a.pin is None))
     files = {}
     for template in _TEMPLATES[constraint_format(board)]:
