@@ -7,6 +7,7 @@ import re
 from optnet.emit.env import render_template
 from optnet.emit.stubs import PRIMITIVES, primitive_stubs
 from optnet.hw.board import BoardTop
+from optnet.hw.cdc import synchronizer_platform
 from optnet.hw.verilog import to_verilog
 from optnet.plan import NodePlan
 from optnet.plan.clocks import IOPLL_MODULE
@@ -29,7 +30,8 @@ def board_top_files(plan: NodePlan, board: BoardDesc) -> dict[str, str]:
     ``stubs/board_primitives.v`` holds stubs of the FPGA primitives the top instantiates
     (guarded, so they may repeat ``stubs/primitives.v``), and on Intel boards
     ``stubs/optnet_iopll.v`` and ``stubs/<ip>_atx_pll.v`` stand in for the PLL IP the
-    Quartus script generates.
+    Quartus script generates. The top's synchronisers (PLL lock, resets) carry the vendor's
+    synchroniser attribute (:func:`optnet.hw.cdc.synchronizer_platform`).
 
     Raises
     ------
@@ -37,7 +39,7 @@ def board_top_files(plan: NodePlan, board: BoardDesc) -> dict[str, str]:
         When the board's PLL cannot make the clocks the node needs.
     """
     top = BoardTop(plan, board)
-    verilog = to_verilog(top, top_module(plan))
+    verilog = to_verilog(top, top_module(plan), platform=synchronizer_platform(board.vendor))
     files = {f"rtl/{top_module(plan)}.v": verilog}
     used = {name for name in PRIMITIVES if re.search(rf"^\s*{name}\b", verilog, re.M)}
     if used:

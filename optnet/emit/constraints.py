@@ -1,9 +1,16 @@
 """Pin and clock constraint files of a node's board top.
 
 One function, :func:`constraint_files`, renders the vendor's files from the board top's
+<<<<<<< HEAD
 port and clock plan (:func:`optnet.plan.pins.board_pins`,
 :func:`optnet.plan.clocks.clock_plan`, :func:`optnet.plan.pins.clock_constraints`) through
 the templates ``<vendor>/constraints.*``:
+=======
+port and clock data (:func:`optnet.hw.board.board_pins`, :func:`~optnet.hw.board.clock_plan`,
+:func:`~optnet.hw.board.clock_constraints`) and its clock-domain crossings
+(:func:`optnet.emit.cdc.clock_crossings`: constrained per crossed clock pair, never by
+cutting whole clock groups) through the templates ``<vendor>/constraints.*``:
+>>>>>>> cdc
 
 * Xilinx 7 series and UltraScale+: ``constraints/<node>.xdc`` (Vivado);
 * Xilinx Virtex-5: ``constraints/<node>.ucf`` (ISE; Vivado does not support Virtex-5);
@@ -18,7 +25,9 @@ for every port of ``<node>_top``.
 
 from __future__ import annotations
 
+from optnet.emit.cdc import clock_crossings
 from optnet.emit.env import render_template
+from optnet.hw.cdc import FIRST_STAGE
 from optnet.plan import NodePlan
 from optnet.plan.clocks import clock_plan
 from optnet.plan.pins import board_pins, clock_constraints, constraint_format, top_ports
@@ -49,6 +58,7 @@ def constraint_files(plan: NodePlan, board: BoardDesc) -> dict[str, str]:
     context = dict(
         node=plan.node, top=f"{plan.node}_top", board=board, cp=cp, pins=pins,
         ports=top_ports(plan, board, cp), clocks=clocks, groups=groups,
+        crossings=clock_crossings(plan, board, cp), first_stage=FIRST_STAGE,
         missing=sum(1 for a in pins if a.pin is None))
     files = {}
     for template in _TEMPLATES[constraint_format(board)]:

@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 
 from optnet.emit.stubs import PRIMITIVES, port_stub, primitive_stubs
 from optnet.emit.writer import write_into
+from optnet.hw.cdc import synchronizer_platform
 from optnet.hw.link import LinkLayer
 from optnet.hw.router import Router
 from optnet.hw.top import SHARED_PHY_DOMAIN, NodeTop, parts
@@ -23,7 +24,8 @@ def lower_router(plan: NodePlan) -> Lowered:
     """``plan``'s router lowered on its own, as module ``<node>.router``; it instantiates its
     input buffer (:func:`node_verilog` lowers that)."""
     names = parts(plan)
-    return lower(Router(plan.router, buffers=names.buffer), names.router, ["sync"])
+    return lower(Router(plan.router, buffers=names.buffer), names.router, ["sync"],
+                 synchronizer_platform(plan.vendor))
 
 
 def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
@@ -35,13 +37,18 @@ def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
 
     With ``executor``, the router (for a 64-port router, most of the work) is lowered there
     while the rest is lowered here.
+
+    Every part is elaborated for the node's vendor
+    (:func:`optnet.hw.cdc.synchronizer_platform`): the synchroniser flip-flops of the link
+    layers and PHY adapters carry the vendor's synchroniser attribute.
     """
     names = parts(plan)
+    platform = synchronizer_platform(plan.vendor)
     router = executor.submit(lower_router, plan) if executor else None
-    shared = [lower(Router.input_buffer(plan.router), names.buffer, ["sync"])]
-    shared += [lower(LinkLayer(cfg), name, ["sync", SHARED_PHY_DOMAIN])
+    shared = [lower(Router.input_buffer(plan.router), names.buffer, ["sync"], platform)]
+    shared += [lower(LinkLayer(cfg), name, ["sync", SHARED_PHY_DOMAIN], platform)
                for cfg, name in names.links.items()]
-    top = to_verilog(NodeTop(plan, parts=names), plan.node)
+    top = to_verilog(NodeTop(plan, parts=names), plan.node, platform=platform)
     router = router.result() if router else lower_router(plan)
     return top + router.verilog + "".join(part.verilog for part in shared)
 

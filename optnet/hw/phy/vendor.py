@@ -391,7 +391,9 @@ class AuroraPhy8b10b(_AuroraPhy):
         m.domains += ClockDomain(core, local=True)
         m.d.comb += ClockSignal(core).eq(self.user_clk)
         tx_lock = Signal()
-        m.submodules.core_reset = ResetSynchronizer(
+        # Not `core_reset`, the register's name: Amaranth would rename the instance
+        # `core_reset$<n>`, which the constraint files could not name (optnet.emit.cdc).
+        m.submodules.core_reset_sync = ResetSynchronizer(
             core_reset | self.pll_not_locked | ~tx_lock, domain=core)
         system_reset = Signal()
         m.d.comb += system_reset.eq(ResetSignal(core))

@@ -20,13 +20,118 @@ create_clock -name clk_ref -period 5.000 [get_ports clk_ref]
 derive_pll_clocks
 derive_clock_uncertainty
 
-# The network, board (power-on reset), management and user clocks and the link IP's own
-# clocks only meet in asynchronous FIFOs and reset synchronisers.
-set_clock_groups -asynchronous \
-    -group [get_clocks {pll|*outclk0}] \
-    -group [get_clocks clk_ref] \
-    -group [get_clocks {pll|*outclk1}] \
-    -group [get_clocks {pll|*outclk2}] \
-    -group [get_clocks {net|phy1|ip|*}] \
-    -group [get_clocks {net|phy2|ip|*}] \
-    -group [get_clocks {net|phy3|ip|*}]
+# ---------------------------------------------------------------- clock-domain crossings
+# Every signal between these clocks passes through a synchroniser (its registers carry
+# SYNCHRONIZER_IDENTIFICATION FORCED_IF_ASYNCHRONOUS) or an asynchronous FIFO (Gray-coded
+# pointers, each through a synchroniser). A false path from each clock to each clock the
+# design crosses into makes those transfers asynchronous, which is what lets the Timing
+# Analyzer identify the synchronisers and report their MTBF (Quartus Prime Pro User Guide:
+# Design Recommendations, "How Timing Constraints Affect Synchronizer Identification";
+# Design Assistant rule CDC-50002). Per clock pair and direction, not set_clock_groups
+# between all clocks. Each Gray pointer gets the skew and net delay bounds of Intel's own
+# DCFIFO constraints (FIFO Intel FPGA IP User Guide, "DCFIFO Timing Constraint Setting";
+# dcfifo's generated SDC, apply_sdc_dcfifo_for_ptrs): the skew below 0.8 source clock
+# periods, the net delay below 0.8 destination periods (not in Analysis & Synthesis, which
+# does not take set_net_delay). False paths do not affect either (Quartus Prime Pro User
+# Guide: Timing Analyzer, "Maximum Skew (set_max_skew)"), so the DCFIFO's
+# set_max_delay/set_min_delay relaxation is not needed.
+
+# clk_ref -> net: resets rst_sync.
+set_false_path -from [get_clocks clk_ref] -to [get_clocks {pll|*outclk0}]
+
+# net -> sl3_0: Gray pointers net/link1/tx_fifo/produce_cdc, net/link1/rx_fifo/consume_cdc,
+# net/link2/tx_fifo/produce_cdc, net/link2/rx_fifo/consume_cdc, net/link3/tx_fifo/produce_cdc,
+# net/link3/rx_fifo/consume_cdc; pulses net/link1/slip/ff_sync, net/link2/slip/ff_sync,
+# net/link3/slip/ff_sync; resets net/link1/tx_fifo/rst_cdc, net/link2/tx_fifo/rst_cdc,
+# net/link3/tx_fifo/rst_cdc; FIFO storage net/link1/tx_fifo/storage, net/link2/tx_fifo/storage,
+# net/link3/tx_fifo/storage.
+set_false_path -from [get_clocks {pll|*outclk0}] -to [get_clocks {pll|*outclk2}]
+set_max_skew -from [get_keepers {net|link1|tx_fifo|produce_w_gry[*]}] -to [get_keepers {net|link1|tx_fifo|produce_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link1|rx_fifo|consume_r_gry[*]}] -to [get_keepers {net|link1|rx_fifo|consume_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link2|tx_fifo|produce_w_gry[*]}] -to [get_keepers {net|link2|tx_fifo|produce_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link2|rx_fifo|consume_r_gry[*]}] -to [get_keepers {net|link2|rx_fifo|consume_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link3|tx_fifo|produce_w_gry[*]}] -to [get_keepers {net|link3|tx_fifo|produce_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link3|rx_fifo|consume_r_gry[*]}] -to [get_keepers {net|link3|rx_fifo|consume_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+if {![string equal "quartus_syn" $::TimeQuestInfo(nameofexecutable)]} {
+    set_net_delay -from [get_registers {net|link1|tx_fifo|produce_w_gry[*]}] -to [get_registers {net|link1|tx_fifo|produce_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link1|rx_fifo|consume_r_gry[*]}] -to [get_registers {net|link1|rx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link2|tx_fifo|produce_w_gry[*]}] -to [get_registers {net|link2|tx_fifo|produce_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link2|rx_fifo|consume_r_gry[*]}] -to [get_registers {net|link2|rx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link3|tx_fifo|produce_w_gry[*]}] -to [get_registers {net|link3|tx_fifo|produce_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link3|rx_fifo|consume_r_gry[*]}] -to [get_registers {net|link3|rx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+}
+
+# sl3_0 -> net: Gray pointers net/link1/tx_fifo/consume_cdc, net/link1/rx_fifo/produce_cdc,
+# net/link2/tx_fifo/consume_cdc, net/link2/rx_fifo/produce_cdc, net/link3/tx_fifo/consume_cdc,
+# net/link3/rx_fifo/produce_cdc; levels net/link1/up_sync, net/link2/up_sync, net/link3/up_sync;
+# resets net/link1/rx_fifo/rst_cdc, net/link2/rx_fifo/rst_cdc, net/link3/rx_fifo/rst_cdc; FIFO
+# storage net/link1/rx_fifo/storage, net/link2/rx_fifo/storage, net/link3/rx_fifo/storage.
+set_false_path -from [get_clocks {pll|*outclk2}] -to [get_clocks {pll|*outclk0}]
+set_max_skew -from [get_keepers {net|link1|tx_fifo|consume_r_gry[*]}] -to [get_keepers {net|link1|tx_fifo|consume_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link1|rx_fifo|produce_w_gry[*]}] -to [get_keepers {net|link1|rx_fifo|produce_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link2|tx_fifo|consume_r_gry[*]}] -to [get_keepers {net|link2|tx_fifo|consume_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link2|rx_fifo|produce_w_gry[*]}] -to [get_keepers {net|link2|rx_fifo|produce_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link3|tx_fifo|consume_r_gry[*]}] -to [get_keepers {net|link3|tx_fifo|consume_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+set_max_skew -from [get_keepers {net|link3|rx_fifo|produce_w_gry[*]}] -to [get_keepers {net|link3|rx_fifo|produce_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+if {![string equal "quartus_syn" $::TimeQuestInfo(nameofexecutable)]} {
+    set_net_delay -from [get_registers {net|link1|tx_fifo|consume_r_gry[*]}] -to [get_registers {net|link1|tx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link1|rx_fifo|produce_w_gry[*]}] -to [get_registers {net|link1|rx_fifo|produce_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link2|tx_fifo|consume_r_gry[*]}] -to [get_registers {net|link2|tx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link2|rx_fifo|produce_w_gry[*]}] -to [get_registers {net|link2|rx_fifo|produce_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link3|tx_fifo|consume_r_gry[*]}] -to [get_registers {net|link3|tx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+    set_net_delay -from [get_registers {net|link3|rx_fifo|produce_w_gry[*]}] -to [get_registers {net|link3|rx_fifo|produce_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+}
+
+# clk_ref -> init: resets net/phy1/init_reset, net/phy2/init_reset, net/phy3/init_reset.
+set_false_path -from [get_clocks clk_ref] -to [get_clocks {pll|*outclk1}]
+
+# clk_ref -> sl3_0: resets net/phy1/raw_reset, net/phy2/raw_reset, net/phy3/raw_reset.
+set_false_path -from [get_clocks clk_ref] -to [get_clocks {pll|*outclk2}]
+
+# port1_ip -> sl3_0: Gray pointers net/phy1/rx_fifo/produce_cdc; levels
+# net/phy1/link_up_rx_sync; resets net/phy1/rx_fifo/rst_cdc; FIFO storage
+# net/phy1/rx_fifo/storage.
+set_false_path -from [get_clocks {net|phy1|ip|*}] -to [get_clocks {pll|*outclk2}]
+set_max_skew -from [get_keepers {net|phy1|rx_fifo|produce_w_gry[*]}] -to [get_keepers {net|phy1|rx_fifo|produce_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+if {![string equal "quartus_syn" $::TimeQuestInfo(nameofexecutable)]} {
+    set_net_delay -from [get_registers {net|phy1|rx_fifo|produce_w_gry[*]}] -to [get_registers {net|phy1|rx_fifo|produce_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+}
+
+# sl3_0 -> port1_ip: Gray pointers net/phy1/rx_fifo/consume_cdc.
+set_false_path -from [get_clocks {pll|*outclk2}] -to [get_clocks {net|phy1|ip|*}]
+set_max_skew -from [get_keepers {net|phy1|rx_fifo|consume_r_gry[*]}] -to [get_keepers {net|phy1|rx_fifo|consume_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+if {![string equal "quartus_syn" $::TimeQuestInfo(nameofexecutable)]} {
+    set_net_delay -from [get_registers {net|phy1|rx_fifo|consume_r_gry[*]}] -to [get_registers {net|phy1|rx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+}
+
+# port2_ip -> sl3_0: Gray pointers net/phy2/rx_fifo/produce_cdc; levels
+# net/phy2/link_up_rx_sync; resets net/phy2/rx_fifo/rst_cdc; FIFO storage
+# net/phy2/rx_fifo/storage.
+set_false_path -from [get_clocks {net|phy2|ip|*}] -to [get_clocks {pll|*outclk2}]
+set_max_skew -from [get_keepers {net|phy2|rx_fifo|produce_w_gry[*]}] -to [get_keepers {net|phy2|rx_fifo|produce_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+if {![string equal "quartus_syn" $::TimeQuestInfo(nameofexecutable)]} {
+    set_net_delay -from [get_registers {net|phy2|rx_fifo|produce_w_gry[*]}] -to [get_registers {net|phy2|rx_fifo|produce_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+}
+
+# sl3_0 -> port2_ip: Gray pointers net/phy2/rx_fifo/consume_cdc.
+set_false_path -from [get_clocks {pll|*outclk2}] -to [get_clocks {net|phy2|ip|*}]
+set_max_skew -from [get_keepers {net|phy2|rx_fifo|consume_r_gry[*]}] -to [get_keepers {net|phy2|rx_fifo|consume_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+if {![string equal "quartus_syn" $::TimeQuestInfo(nameofexecutable)]} {
+    set_net_delay -from [get_registers {net|phy2|rx_fifo|consume_r_gry[*]}] -to [get_registers {net|phy2|rx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+}
+
+# port3_ip -> sl3_0: Gray pointers net/phy3/rx_fifo/produce_cdc; levels
+# net/phy3/link_up_rx_sync; resets net/phy3/rx_fifo/rst_cdc; FIFO storage
+# net/phy3/rx_fifo/storage.
+set_false_path -from [get_clocks {net|phy3|ip|*}] -to [get_clocks {pll|*outclk2}]
+set_max_skew -from [get_keepers {net|phy3|rx_fifo|produce_w_gry[*]}] -to [get_keepers {net|phy3|rx_fifo|produce_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+if {![string equal "quartus_syn" $::TimeQuestInfo(nameofexecutable)]} {
+    set_net_delay -from [get_registers {net|phy3|rx_fifo|produce_w_gry[*]}] -to [get_registers {net|phy3|rx_fifo|produce_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+}
+
+# sl3_0 -> port3_ip: Gray pointers net/phy3/rx_fifo/consume_cdc.
+set_false_path -from [get_clocks {pll|*outclk2}] -to [get_clocks {net|phy3|ip|*}]
+set_max_skew -from [get_keepers {net|phy3|rx_fifo|consume_r_gry[*]}] -to [get_keepers {net|phy3|rx_fifo|consume_cdc|stage0[*]}] -get_skew_value_from_clock_period src_clock_period -skew_value_multiplier 0.8
+if {![string equal "quartus_syn" $::TimeQuestInfo(nameofexecutable)]} {
+    set_net_delay -from [get_registers {net|phy3|rx_fifo|consume_r_gry[*]}] -to [get_registers {net|phy3|rx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
+}

@@ -27,11 +27,40 @@ set_property -dict {PACKAGE_PIN AB5} [get_ports port2_rxn] ;# GTXE2_CHANNEL_X0Y9
 create_clock -period 5.000 -name clk_ref [get_ports clk_ref_p]
 create_clock -period 8.000 -name sfp0_refclk [get_ports sfp0_refclk_p]
 
-# The network, board (power-on reset), init, LVDS transmit and receive clocks and every link
-# adapter's user clock only meet in the link layers' and adapters' asynchronous FIFOs and
-# reset synchronisers.
-set_clock_groups -asynchronous \
-    -group [get_clocks -of_objects [get_pins pll/CLKOUT0]] \
-    -group [get_clocks clk_ref] \
-    -group [get_clocks -of_objects [get_pins pll/CLKOUT1]] \
-    -group [get_clocks -of_objects [get_pins net/phy1/ip/user_clk_out]]
+# ---------------------------------------------------------------- clock-domain crossings
+# Every signal between these clocks passes through a synchroniser (its flip-flops carry
+# ASYNC_REG) or an asynchronous FIFO (Gray-coded pointers, each through a synchroniser).
+# Each ordered pair of clocks the design crosses between gets a datapath-only maximum delay
+# of the faster clock's period, which also covers the single-bit and reset synchronisers
+# (UG949 "Constraints on Individual CDC Paths"). Not set_clock_groups, nor false paths
+# between the clocks: either would override these and the vendor IP's own set_max_delay
+# constraints (UG903 "Constraining Asynchronous Signals"; UG949 "Clock Exceptions
+# Precedence Over set_max_delay"; AR# 58308). Each Gray pointer also gets a bus skew of one
+# destination clock period, from its register to its synchroniser's first stage (UG903
+# "set_bus_skew Example Two").
+
+# clk_ref -> net: resets rst_sync.
+set_max_delay -datapath_only -from [get_clocks clk_ref] -to [get_clocks -of_objects [get_pins pll/CLKOUT0]] 5.000
+
+# net -> port1_user: Gray pointers net/link1/tx_fifo/produce_cdc, net/link1/rx_fifo/consume_cdc,
+# net/link2/tx_fifo/produce_cdc, net/link2/rx_fifo/consume_cdc; pulses net/link1/slip/ff_sync,
+# net/link2/slip/ff_sync; resets net/link1/tx_fifo/rst_cdc, net/link2/tx_fifo/rst_cdc; FIFO
+# storage net/link1/tx_fifo/storage, net/link2/tx_fifo/storage.
+set_max_delay -datapath_only -from [get_clocks -of_objects [get_pins pll/CLKOUT0]] -to [get_clocks -of_objects [get_pins net/phy1/ip/user_clk_out]] 6.000
+set_bus_skew -from [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link1/tx_fifo/produce_w_gry_reg*}] -to [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link1/tx_fifo/produce_cdc/stage0_reg*}] 8.000
+set_bus_skew -from [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link1/rx_fifo/consume_r_gry_reg*}] -to [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link1/rx_fifo/consume_cdc/stage0_reg*}] 8.000
+set_bus_skew -from [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link2/tx_fifo/produce_w_gry_reg*}] -to [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link2/tx_fifo/produce_cdc/stage0_reg*}] 8.000
+set_bus_skew -from [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link2/rx_fifo/consume_r_gry_reg*}] -to [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link2/rx_fifo/consume_cdc/stage0_reg*}] 8.000
+
+# port1_user -> net: Gray pointers net/link1/tx_fifo/consume_cdc, net/link1/rx_fifo/produce_cdc,
+# net/link2/tx_fifo/consume_cdc, net/link2/rx_fifo/produce_cdc; levels net/link1/up_sync,
+# net/link2/up_sync; resets net/link1/rx_fifo/rst_cdc, net/link2/rx_fifo/rst_cdc; FIFO storage
+# net/link1/rx_fifo/storage, net/link2/rx_fifo/storage.
+set_max_delay -datapath_only -from [get_clocks -of_objects [get_pins net/phy1/ip/user_clk_out]] -to [get_clocks -of_objects [get_pins pll/CLKOUT0]] 6.000
+set_bus_skew -from [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link1/tx_fifo/consume_r_gry_reg*}] -to [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link1/tx_fifo/consume_cdc/stage0_reg*}] 6.000
+set_bus_skew -from [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link1/rx_fifo/produce_w_gry_reg*}] -to [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link1/rx_fifo/produce_cdc/stage0_reg*}] 6.000
+set_bus_skew -from [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link2/tx_fifo/consume_r_gry_reg*}] -to [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link2/tx_fifo/consume_cdc/stage0_reg*}] 6.000
+set_bus_skew -from [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link2/rx_fifo/produce_w_gry_reg*}] -to [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link2/rx_fifo/produce_cdc/stage0_reg*}] 6.000
+
+# clk_ref -> init: resets net/phy1/init_reset, net/phy2/init_reset.
+set_max_delay -datapath_only -from [get_clocks clk_ref] -to [get_clocks -of_objects [get_pins pll/CLKOUT1]] 5.000
