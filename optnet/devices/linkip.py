@@ -272,6 +272,40 @@ _AURORA_8B10B_V5 = IpSpec(
     ),
 )
 
+# The Streaming user interface and serial pins of the two Aurora cores, whatever their
+# shared-logic role, and the 8B/10B core's per-lane DRP ports (7 series).
+_STREAM_8B10B = (
+        _i("s_axi_tx_tdata", lambda n: 32 * n, ascending=True),
+        _i("s_axi_tx_tvalid"),
+        _o("s_axi_tx_tready"),
+        _o("m_axi_rx_tdata", lambda n: 32 * n, ascending=True),
+        _o("m_axi_rx_tvalid"),
+        _i("rxp", _lanes, ascending=True),
+        _i("rxn", _lanes, ascending=True),
+        _o("txp", _lanes, ascending=True),
+        _o("txn", _lanes, ascending=True),
+)
+_STREAM_64B66B = (
+        _i("s_axi_tx_tdata", lambda n: 64 * n, ascending=True),
+        _i("s_axi_tx_tvalid"),
+        _o("s_axi_tx_tready"),
+        _o("m_axi_rx_tdata", lambda n: 64 * n, ascending=True),
+        _o("m_axi_rx_tvalid"),
+        _i("rxp", _lanes, ascending=True, vector=True),
+        _i("rxn", _lanes, ascending=True, vector=True),
+        _o("txp", _lanes, ascending=True, vector=True),
+        _o("txn", _lanes, ascending=True, vector=True),
+)
+_DRP_8B10B = (
+        _i("drpclk_in", families=_7S),
+        _i("drpaddr_in{lane}", 9, tie=0, per_lane=True, families=_7S),
+        _i("drpen_in{lane}", tie=0, per_lane=True, families=_7S),
+        _i("drpdi_in{lane}", 16, tie=0, per_lane=True, families=_7S),
+        _o("drprdy_out{lane}", per_lane=True, families=_7S),
+        _o("drpdo_out{lane}", 16, per_lane=True, families=_7S),
+        _i("drpwe_in{lane}", tie=0, per_lane=True, families=_7S),
+)
+
 # Aurora 8B/10B v11.1, customised as IP_SETTINGS["aurora_8b10b"]: Streaming, duplex, 4-byte
 # lanes, shared logic in the core (so the core has its own refclk buffer and user clock),
 # differential GT reference clock.
@@ -288,15 +322,7 @@ _AURORA_8B10B = IpSpec(
         "and UltraScale+ GTH cores with shared logic in core"
     ),
     rows=(
-        _i("s_axi_tx_tdata", lambda n: 32 * n, ascending=True),
-        _i("s_axi_tx_tvalid"),
-        _o("s_axi_tx_tready"),
-        _o("m_axi_rx_tdata", lambda n: 32 * n, ascending=True),
-        _o("m_axi_rx_tvalid"),
-        _i("rxp", _lanes, ascending=True),
-        _i("rxn", _lanes, ascending=True),
-        _o("txp", _lanes, ascending=True),
-        _o("txn", _lanes, ascending=True),
+        *_STREAM_8B10B,
         _i("gt_refclk1_p"),
         _i("gt_refclk1_n"),
         _o("gt_refclk1_out"),
@@ -318,13 +344,7 @@ _AURORA_8B10B = IpSpec(
         _o("rx_resetdone_out"),
         _o("link_reset_out"),
         # 7 series: one DRP clock, then one DRP port set per lane, suffixed from lane 1 on.
-        _i("drpclk_in", families=_7S),
-        _i("drpaddr_in{lane}", 9, tie=0, per_lane=True, families=_7S),
-        _i("drpen_in{lane}", tie=0, per_lane=True, families=_7S),
-        _i("drpdi_in{lane}", 16, tie=0, per_lane=True, families=_7S),
-        _o("drprdy_out{lane}", per_lane=True, families=_7S),
-        _o("drpdo_out{lane}", 16, per_lane=True, families=_7S),
-        _i("drpwe_in{lane}", tie=0, per_lane=True, families=_7S),
+        *_DRP_8B10B,
         _o("gt0_qplllock_out", families=_7S),
         _o("gt0_qpllrefclklost_out", families=_7S),
         # UltraScale+: DRP per transceiver, clocked by init_clk inside the core; GTHE4 and
@@ -353,15 +373,7 @@ _AURORA_8B10B = IpSpec(
         "Xilinx PG046 Aurora 8B/10B v11.1, Shared Logic; synth stub of a SupportLevel 0 core "
         "(typhoon-hil/SFP-Simulation-link aurora_stub.v, xc7vx485t)"),
     slave_rows=(
-        _i("s_axi_tx_tdata", lambda n: 32 * n, ascending=True),
-        _i("s_axi_tx_tvalid"),
-        _o("s_axi_tx_tready"),
-        _o("m_axi_rx_tdata", lambda n: 32 * n, ascending=True),
-        _o("m_axi_rx_tvalid"),
-        _i("rxp", _lanes, ascending=True),
-        _i("rxn", _lanes, ascending=True),
-        _o("txp", _lanes, ascending=True),
-        _o("txn", _lanes, ascending=True),
+        *_STREAM_8B10B,
         _i("gt_refclk1"),
         _o("hard_err"),
         _o("soft_err"),
@@ -379,13 +391,7 @@ _AURORA_8B10B = IpSpec(
         _o("tx_resetdone_out"),
         _o("rx_resetdone_out"),
         _o("link_reset_out"),
-        _i("drpclk_in"),
-        _i("drpaddr_in{lane}", 9, tie=0, per_lane=True),
-        _i("drpen_in{lane}", tie=0, per_lane=True),
-        _i("drpdi_in{lane}", 16, tie=0, per_lane=True),
-        _o("drprdy_out{lane}", per_lane=True),
-        _o("drpdo_out{lane}", 16, per_lane=True),
-        _i("drpwe_in{lane}", tie=0, per_lane=True),
+        *_DRP_8B10B,
         _i("gt0_qplllock_in", tie=0),
         _i("gt0_qpllrefclklost_in", tie=0),
         _o("gt0_qpllreset_out"),
@@ -412,15 +418,7 @@ _AURORA_64B66B = IpSpec(
         "(Zynq-7000 GTX, Zynq UltraScale+ GTH/GTY)"
     ),
     rows=(
-        _i("s_axi_tx_tdata", lambda n: 64 * n, ascending=True),
-        _i("s_axi_tx_tvalid"),
-        _o("s_axi_tx_tready"),
-        _o("m_axi_rx_tdata", lambda n: 64 * n, ascending=True),
-        _o("m_axi_rx_tvalid"),
-        _i("rxp", _lanes, ascending=True, vector=True),
-        _i("rxn", _lanes, ascending=True, vector=True),
-        _o("txp", _lanes, ascending=True, vector=True),
-        _o("txn", _lanes, ascending=True, vector=True),
+        *_STREAM_64B66B,
         _i("gt_refclk1_p"),
         _i("gt_refclk1_n"),
         _o("gt_refclk1_out"),
@@ -468,15 +466,7 @@ _AURORA_64B66B = IpSpec(
         "sangwoojun/bluedbm auroraExt/xilinx/aurora_64b66b_support.v (VC707, four cores on one "
         "GTXE2_COMMON), qcanic/IIE aurora_64b66b_w256_1375Gbps_stub.v (U280 GTY)"),
     slave_rows=(
-        _i("s_axi_tx_tdata", lambda n: 64 * n, ascending=True),
-        _i("s_axi_tx_tvalid"),
-        _o("s_axi_tx_tready"),
-        _o("m_axi_rx_tdata", lambda n: 64 * n, ascending=True),
-        _o("m_axi_rx_tvalid"),
-        _i("rxp", _lanes, ascending=True, vector=True),
-        _i("rxn", _lanes, ascending=True, vector=True),
-        _o("txp", _lanes, ascending=True, vector=True),
-        _o("txn", _lanes, ascending=True, vector=True),
+        *_STREAM_64B66B,
         _i("refclk1_in"),
         _o("hard_err"),
         _o("soft_err"),
