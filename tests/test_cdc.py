@@ -194,18 +194,6 @@ def test_crossings_name_only_clock_groups_of_the_node():
 
 # ------------------------------------------------------------------------------- netlists
 
-#: Level synchronisers whose input is logic of several registers of the source domain rather
-#: than one register: a glitch there can be sampled. Known, in the LVDS adapter (its state
-#: decoded into `aligned`/`up`, and `up` masked by the watchdog) and in the SerialLite III
-#: adapter (`up` the AND of the IP's link_up_tx and the synchronised link_up_rx); registering
-#: them would change the ECP5 Verilog, which this check is not to. Paths relative to
-#: ``net``, with ``{p}`` the router port.
-_COMBINATIONAL_INPUTS = {
-    "lvds": ("phy{p}.aligned_sync", "phy{p}.up_sync", "link{p}.up_sync"),
-    "serial_lite_3": ("link{p}.up_sync",),
-}
-
-
 def _node(stem: str, index: int, folder: Path) -> tuple:
     """(plan, board, node folder, Netlist) of role ``index`` of example ``stem``, written
     under ``folder`` (Yosys missing: skipped, or failed in CI)."""
@@ -252,8 +240,6 @@ def _check_netlist(plan, board, net: Netlist) -> list[Crossing]:
     syncs = {".".join(s.path): s for x in model for s in x.synchronizers}
     stores = {".".join(m.path): m for x in model for m in x.storage}
     attrs = SYNCHRONIZER_ATTRIBUTES.get(plan.vendor, {})
-    allowed = {f"net.{t.format(p=port.port)}" for port in plan.ports
-               for t in _COMBINATIONAL_INPUTS.get(port.phy, ())}
 
     found = net.crossings()
     assert found, "a node with links crosses clock domains"
@@ -284,7 +270,7 @@ def _check_netlist(plan, board, net: Netlist) -> list[Crossing]:
         assert sync.kind != "reset" and stage == FIRST_STAGE, where
         if sync.kind == "gray":
             assert x.direct and x.source == ".".join(sync.register), where
-        elif sync.kind == "pulse" or instance not in allowed:
+        else:
             assert x.direct, f"{where}: logic between the source register and the synchroniser"
 
     assert pairs == {(x.source.name, x.dest.name) for x in model}

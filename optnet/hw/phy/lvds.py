@@ -423,11 +423,13 @@ class LvdsPhy(PhyInterface):
         m.submodules.beat_sync = FFSynchronizer(heartbeat[-1], beat, o_domain=user)
         m.d[user] += beat_prev.eq(beat)
         silent = Signal(range(opts["watchdog"] + 1))
+        # Registered: it resets the receiver through a synchroniser, whose input must be one
+        # flip-flop, not a compare that can glitch.
         rx_dead = Signal()
-        m.d.comb += rx_dead.eq(silent == opts["watchdog"])
+        m.d[user] += rx_dead.eq(silent == opts["watchdog"])
         with m.If(beat != beat_prev):
             m.d[user] += silent.eq(0)
-        with m.Elif(~rx_dead):
+        with m.Elif(silent != opts["watchdog"]):
             m.d[user] += silent.eq(silent + 1)
         rx_reset = Signal()
         m.d.comb += rx_reset.eq(ResetSignal(user) | rx_dead)
@@ -535,17 +537,20 @@ class LvdsPhy(PhyInterface):
         with m.If((state == _State.HUNT) & all_locked):
             m.d[rx] += [state.eq(_State.DESKEW), first_mark.eq(0)]
 
+        # Registered before they cross to the user domain (a decode of the state could glitch).
         rx_aligned, rx_up = Signal(), Signal()
-        m.d.comb += [rx_aligned.eq(state == _State.ALIGNED), rx_up.eq(rx_aligned & remote_ok)]
+        m.d[rx] += [rx_aligned.eq(state == _State.ALIGNED),
+                    rx_up.eq((state == _State.ALIGNED) & remote_ok)]
 
         # -- user domain: status, receive FIFO output, transmitter ---------------------------
         aligned_s, up_s = Signal(), Signal()
         m.submodules.aligned_sync = FFSynchronizer(rx_aligned, aligned_s, o_domain=user)
         m.submodules.up_sync = FFSynchronizer(rx_up, up_s, o_domain=user)
         aligned = Signal()
+        # `up` crosses to the link layer's network side: one flip-flop.
+        m.d[user] += self.up.eq(up_s & ~rx_dead)
         m.d.comb += [
             aligned.eq(aligned_s & ~rx_dead),
-            self.up.eq(up_s & ~rx_dead),
             fifo.r_en.eq(1),
             self.rx.valid.eq(fifo.r_rdy),
             self.rx.payload.eq(fifo.r_data),

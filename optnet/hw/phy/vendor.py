@@ -577,7 +577,8 @@ class SerialLite3Phy(_VendorPhy):
         link_up_tx = Signal()
         m.submodules.link_up_rx_sync = FFSynchronizer(ip["link_up_rx"], link_up_rx, o_domain=raw)
         m.d.comb += [link_up_tx.eq(ip["link_up_tx"]), up.eq(link_up_tx & link_up_rx)]
-        m.d.comb += self.up.eq(up)
+        # `up` crosses to the link layer's network side: one flip-flop, not an AND.
+        m.d[raw] += self.up.eq(up)
         self._user_domain(m, self.user_clk, ResetSignal(raw) | ~up)
         return m
 
