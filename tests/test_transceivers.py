@@ -244,3 +244,36 @@ def test_u280_vivado_script_under_mocks(tmp_path):
         assert Fraction(cfg["C_REFCLK_FREQUENCY"]) == Fraction("161.1328125")
     drives = {t.pins[0]: t.level for t in top_ports(p, board) if t.kind == "drive"}
     assert drives == {"G32": 1, "H32": 0}
+
+
+def test_stratix10_gxt_channels_and_banks():
+    """With channel sites, GXT lanes must sit on channels 0, 1, 3 or 4 of a bank
+    (UG-683621 3.1.1.2), at most four per bank; lanes of one port count in their own banks."""
+    from optnet.boards import load_library
+    from optnet.plan.transceivers import LinkPort, transceiver_plan
+
+    board = load_library([ROOT / "boards"]).boards["stratix10mx_optics"]
+    ports = dict(board.ports)
+
+    def sited(name, sites):
+        lanes = [lane.model_copy(update={"site": site})
+                 for lane, site in zip(ports[name].lanes, sites, strict=True)]
+        ports[name] = ports[name].model_copy(update={"lanes": lanes})
+
+    sited("optical0", ["GXB1C_CH0", "GXB1C_CH1", "GXB1C_CH3", "GXB1C_CH4"])
+    sited("optical1", ["GXB1D_CH0", "GXB1D_CH1", "GXB1D_CH2", "GXB1D_CH3"])
+    b = board.model_copy(update={"ports": ports})
+    gxt = 25_000_000_000
+
+    def run(*links):
+        return transceiver_plan("n0", b, [LinkPort(k + 1, f"{bp}[{lanes}]", bp, lanes,
+                                                   "serial_lite_3", gxt)
+                                          for k, (bp, lanes) in enumerate(links)])
+
+    plan_, found = run(("optical0", (0, 1)), ("optical0", (2, 3)))
+    assert found == [] and {x.pll for x in plan_.ports.values()} == {"ATX"}
+    _, found = run(("optical1", (2, 3)))
+    assert [f.code for f in found] == ["E335"]
+    assert "channel 2 of its bank (GXB1D_CH2), which is GX only" in found[0].message
+    _, found = run(("optical1", (0, 1)))
+    assert found == []

@@ -105,7 +105,8 @@ class Transceiver:
         In the order the link IP prefers them.
     site : re.Pattern
         Channel site; groups ``column``, ``position`` (and ``channel`` when the site names
-        the channel within its group apart).
+        the channel within its group apart; Stratix 10: ``GXB1C_CH0``, tile side and number,
+        bank letter, channel).
     refclk_site : re.Pattern or None
         Reference clock buffer site (groups ``column``, ``position``: :attr:`refclk_inputs`
         buffers per group, numbered up the column).
@@ -133,7 +134,10 @@ class Transceiver:
         if m is None:
             return None
         column = int(m["column"])
-        if "channel" in m.groupdict() and m["channel"] is not None:
+        if m.groupdict().get("bank"):
+            # Stratix 10 banks are lettered up a tile's side: 1C, 1D, ... (UG-683621).
+            return Site(column, ord(m["bank"]) - ord("C"), int(m["channel"]))
+        if m.groupdict().get("channel") is not None:
             return Site(column, int(m["position"]), int(m["channel"]))
         position = int(m["position"])
         return Site(column, position // self.channels, position % self.channels)
@@ -233,7 +237,7 @@ TRANSCEIVERS: tuple[Transceiver, ...] = (
                 "UG196 Virtex-5 RocketIO GTP Transceiver User Guide, ch. 5 (GTP_DUAL tile)"),
     Transceiver("H-tile", ("stratix10",), ("H-tile", "L-tile"), "bank", 6, 2, 0, None, None,
                 (_ATX, _FPLL),
-                re.compile(r"GXB(?P<column>\d)(?P<position>\d)_CH(?P<channel>[0-5])"),
+                re.compile(r"GXB(?P<column>\d)(?P<bank>[C-N])_CH(?P<channel>[0-5])"),
                 None, "UG-683621 Stratix 10 L- and H-Tile Transceiver PHY User Guide; AN 778"),
 )
 
@@ -243,6 +247,7 @@ TRANSCEIVERS: tuple[Transceiver, ...] = (
 #: bank (UG-683621 §3.1.1.2), and one ATX PLL clocks two of them without a buffer ATX.
 GXT_ABOVE = 17_400_000_000
 GXT_PER_BANK = 4
+GXT_CHANNELS = (0, 1, 3, 4)
 ATX_PER_BANK = 2
 
 #: Stratix 10 channels above this rate (GXT, and bonded GX from 16 Gb/s) need the

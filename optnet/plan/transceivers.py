@@ -42,6 +42,7 @@ from optnet.devices.linkip import ip_family, ip_spec, quad_number
 from optnet.devices.transceivers import (
     ATX_PER_BANK,
     GXT_ABOVE,
+    GXT_CHANNELS,
     GXT_PER_BANK,
     Transceiver,
     transceiver,
@@ -475,30 +476,45 @@ class _Planner:
         return tuple(out)
 
     def plan_banks(self, where, pll) -> tuple[XcvrPlan, list[Finding]]:
-        """Stratix 10: count GXT channels and ATX PLLs per bank (a board port stands for
-        one bank where the board file gives no sites)."""
+        """Stratix 10: GXT channels only on the GXT-capable channels of a bank, at most
+        four per bank, and their ATX PLLs (a board port stands for one bank where the board
+        file gives no sites)."""
         gt, board = self.gt, self.board
-        banks: dict[object, list[LinkPort]] = {}
+        banks: dict[object, list[tuple[LinkPort, int | None]]] = {}
         for p in self.ports:
-            bank = where[p.port][0] if where[p.port] else ("port", p.board_port)
-            banks.setdefault(bank, []).append(p)
+            for k, lane in enumerate(p.lanes):
+                site = board.ports[p.board_port].lanes[lane].site
+                at = gt.locate(site) if where[p.port] and site else None
+                bank = (at.column, at.group) if at else ("port", p.board_port)
+                banks.setdefault(bank, []).append((p, at.channel if at else None))
+                if at is not None and p.line_rate > GXT_ABOVE and \
+                        at.channel not in GXT_CHANNELS:
+                    self.finding(
+                        "E335", p, f"Lane {k} of link port {p.name} of node '{self.node}' "
+                        f"runs at {_gbps(p.line_rate)} (GXT) on channel {at.channel} of its "
+                        f"bank ({site}), which is GX only; GXT runs on channels "
+                        f"{', '.join(map(str, GXT_CHANNELS))}.",
+                        "UG-683621 3.1.1.2 Using the ATX PLL for GXT Channels",
+                        hint="Move the link to GXT-capable channels.")
         if any(not where[p.port] for p in self.ports):
             self.notes.append(
                 f"Without channel sites, each board port of '{board.name}' is taken to be "
                 f"wired to one {gt.group} for the GXT and ATX PLL counts.")
-        for bank, ports in banks.items():
+        for bank, lanes in banks.items():
+            ports = list(dict.fromkeys(p for p, _ in lanes))
+            channels = sum(1 for p, _ in lanes if p.line_rate > GXT_ABOVE)
             gxt = [p for p in ports if p.line_rate > GXT_ABOVE]
-            channels = sum(len(p.lanes) for p in gxt)
-            atx = sum(-(-len(p.lanes) // 2) if p.line_rate > GXT_ABOVE else 1
+            here = {p.port: sum(1 for q, _ in lanes if q is p) for p in ports}
+            atx = sum(-(-here[p.port] // 2) if p.line_rate > GXT_ABOVE else 1
                       for p in ports if pll[p.port] == "ATX")
-            what = (f"{gt.group} {_group(bank)}" if not isinstance(bank, tuple) or bank[0]
-                    != "port" else f"the {gt.group} of board port '{bank[1]}'")
+            what = (f"the {gt.group} of board port '{bank[1]}'" if bank[0] == "port"
+                    else f"{gt.group} {_group(bank)}")
             if channels > GXT_PER_BANK:
                 self.finding(
                     "E335", gxt[-1], f"Node '{self.node}' runs {channels} GXT channels in "
                     f"{what}, which has {GXT_PER_BANK}.", "AN 778 Stratix 10 transceiver "
                     "usage: GXT channels per bank", hint="Spread GXT links over banks.")
-            if atx > ATX_PER_BANK and channels <= GXT_PER_BANK:
+            elif atx > ATX_PER_BANK:
                 self.finding(
                     "E335", ports[-1], f"Node '{self.node}' needs {atx} ATX PLLs in {what} "
                     f"(one per two GXT channels), which has {ATX_PER_BANK}.",
