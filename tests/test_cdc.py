@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 from optnet.emit.board import board_top_files, top_module
 from optnet.emit.cdc import clock_crossings
 from optnet.emit.constraints import constraint_files
-from optnet.emit.hdl import node_files, one_per_role, write_files
+from optnet.emit.hdl import one_per_role, write_files
 from optnet.hw.cdc import (
     FIRST_STAGE,
     SYNCHRONIZER_ATTRIBUTES,
@@ -45,7 +45,7 @@ from optnet.plan.clocks import clock_plan
 from optnet.plan.pins import clock_constraints
 
 from .cdc_netlist import Crossing, Netlist, netlist
-from .conftest import ROOT, linted_example
+from .conftest import ROOT, linted_example, role_files
 from .hwtools import missing_tool
 
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
@@ -198,8 +198,9 @@ def _node(stem: str, index: int, folder: Path) -> tuple:
     """(plan, board, node folder, Netlist) of role ``index`` of example ``stem``, written
     under ``folder`` (Yosys missing: skipped, or failed in CI)."""
     plan, board = _roles(stem)[index]
-    files = {**node_files(plan), **board_top_files(plan, board),
-             **constraint_files(plan, board)}
+    # The node's Verilog as the session lowered it once (conftest.role_files).
+    files = {**role_files(ROOT / "examples" / f"{stem}.yaml")[plan.node],
+             **board_top_files(plan, board), **constraint_files(plan, board)}
     paths = write_files(folder, plan.node, files)
     node = folder / "nodes" / plan.node
     verilog = [p for p in paths if p.suffix == ".v"]
