@@ -14,7 +14,7 @@ import pytest
 from optnet.devices.plls import PLL_LIMITS
 from optnet.emit.board import board_top_files, top_module
 from optnet.emit.constraints import constraint_files
-from optnet.emit.hdl import node_files, one_per_role, write_files
+from optnet.emit.hdl import one_per_role, write_files
 from optnet.hw.board import network_ports
 from optnet.plan import plan as plan_hw
 from optnet.plan.clocks import (
@@ -29,7 +29,7 @@ from optnet.plan.clocks import (
 from optnet.plan.pins import board_pins, clock_constraints, constraint_format, top_ports
 from optnet.units import Dimension, parse_quantity
 
-from .conftest import ROOT, UPDATE_GOLDEN, linted_example
+from .conftest import ROOT, UPDATE_GOLDEN, linted_example, role_files
 from .hwtools import lint_verilog
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -318,7 +318,8 @@ def test_board_top_lints_against_the_network_ports(example, tmp_path):
                                      pytest.param("bluedbm_20", marks=pytest.mark.slow)])
 def test_board_top_lints(example, tmp_path):
     plan, board = _roles(example)[0]
-    files = {**node_files(plan), **board_top_files(plan, board)}
+    files = {**role_files(ROOT / "examples" / f"{example}.yaml")[plan.node],
+             **board_top_files(plan, board)}
     paths = write_files(tmp_path, plan.node, files)
     # Stubs first; the top's primitive stubs may repeat the network's (they are guarded).
     paths.sort(key=lambda p: (p.parent.name != "stubs", p.name))

@@ -32,7 +32,7 @@ from optnet.plan import plan
 from optnet.plan.clocks import clock_plan
 from optnet.plan.ip import IopllPlan, ProjectError, atx_pll_name, ecp5_device, ip_name, link_ips
 
-from .conftest import ROOT, UPDATE_GOLDEN, linted_example
+from .conftest import ROOT, UPDATE_GOLDEN, linted_example, role_files
 from .hwtools import missing_tool
 
 MOCKS = Path(__file__).resolve().parent / "tcl"
@@ -231,12 +231,11 @@ def test_vivado_creates_what_the_real_rtl_instantiates(tmp_path):
     # nothing else, is created by the script, under the stub's module name.
     import re
 
-    from optnet.emit.hdl import node_files
-
     result = linted_example("plasticnet_ring4")
     p = plan(result.routed)[0]
     board = result.routed.cluster.nodes[0].board
-    files = node_files(p)
+    # The session's one lowering of the example's roles (conftest.role_files).
+    files = dict(role_files(ROOT / "examples" / "plasticnet_ring4.yaml")[p.node])
     files[f"rtl/{p.node}_top.v"] = f"module {p.node}_top; endmodule\n"
     files[f"constraints/{p.node}.xdc"] = "\n"
     files.update(project_files(p, board, sorted(files)))
