@@ -21,6 +21,7 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -357,8 +358,15 @@ def _check_xdc(plan, board, node: Path, net: Netlist, found: list[Crossing], tmp
         assert float(call[3]) == pytest.approx(periods[(s.source, s.dest)].dest_ns, abs=1e-3)
 
 
+@functools.cache
+def node_netlist(stem: str, index: int = 0) -> tuple:
+    """:func:`_node` of role ``index`` of example ``stem``, made once per session (in a
+    temporary folder of its own): the transceiver tests read the same netlist."""
+    return _node(stem, index, Path(tempfile.mkdtemp(prefix=f"optnet-cdc-{stem}-")))
+
+
 def test_every_crossing_of_a_xilinx_node_is_synchronised_and_constrained(tmp_path):
-    plan, board, node, net = _node("plasticnet_ring4", 0, tmp_path)
+    plan, board, node, net = node_netlist("plasticnet_ring4")
     found = _check_netlist(plan, board, net)
     # Both link layers' FIFOs, pulse and resets, and the board's reset synchronisers.
     assert len(found) >= 20
