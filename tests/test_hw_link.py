@@ -93,7 +93,10 @@ def test_frames_span_phy_widths(phy_width):
 
 
 @pytest.mark.parametrize(("width", "vcs", "ber", "seed", "side_ram"),
-                         [(128, 2, 1e-4, 6, True), (160, 1, 5e-5, 5, False),
+                         [(128, 2, 1e-4, 6, True),
+                          # The multiplexer path (side_ram off) also runs in every
+                          # test_frames_span_phy_widths case of the fast tier.
+                          pytest.param(160, 1, 5e-5, 5, False, marks=pytest.mark.slow),
                           pytest.param(160, 1, 5e-5, 5, True, marks=pytest.mark.slow)])
 def test_header_layouts(width, vcs, ber, seed, side_ram):
     # 128-bit units: a two-unit header with its check in the second unit (BlueDBM, whose
