@@ -134,9 +134,9 @@ CODES: dict[str, Code] = _codes(
     ("W103", "unverified-pins", "A link uses a board port whose pins are not verified."),
     ("W104", "link-too-long", "A link is longer than its PHY and connector reach reliably."),
     ("W201", "multipath-ignored", "Multipath is set but only direct routing uses it."),
-    ("W301", "gtp-dual-shared", "Two link cores share a Virtex-5 GTP_DUAL tile, which each "
-                                "core instantiates whole: the ISE project needs them paired "
-                                "by hand."),
+    ("W301", "gtp-dual-shared", "A Virtex-5 GTP_DUAL tile is shared with a multi-lane link "
+                                "core, which instantiates its tiles whole: the ISE project "
+                                "needs the pair merged by hand."),
 )
 
 

@@ -461,18 +461,19 @@ def test_ip_without_the_black_box_ports_stops_the_build(tmp_path, tool, fault):
     assert not [c for c in calls if c[0] in ("launch_runs", "process", "execute_flow")]
 
 
-def test_ip_port_widths_come_from_expected_ports(tmp_path, monkeypatch):
+def test_ip_port_widths_come_from_expected_modules(tmp_path, monkeypatch):
     # The scripts take the black box's ports from one helper; a table that disagrees with
     # what the customisation generates (the mock: 64 bits a lane) stops the build.
     import optnet.emit.projects as projects
 
-    real = projects._expected_ports
+    real = projects._expected_modules
 
-    def narrower(ip) -> tuple[IpPort, ...]:
-        return tuple(dataclasses.replace(port, width=64) if port.name == "s_axi_tx_tdata"
-                     else port for port in real(ip))
+    def narrower(ip) -> tuple[tuple[str, tuple[IpPort, ...]], ...]:
+        return tuple((module, tuple(dataclasses.replace(port, width=64)
+                                    if port.name == "s_axi_tx_tdata" else port
+                                    for port in ports)) for module, ports in real(ip))
 
-    monkeypatch.setattr(projects, "_expected_ports", narrower)
+    monkeypatch.setattr(projects, "_expected_modules", narrower)
     _, _, _, folder, files = _node(tmp_path, ROOT / "examples" / "bluedbm_20.yaml")
     assert "[list s_axi_tx_tdata input 64]" in files[IP_SCRIPT]
     proc, calls = _run("vivado", folder, "vivado.tcl")

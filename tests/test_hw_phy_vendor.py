@@ -357,3 +357,91 @@ def test_stub_is_rendered_black_box():
     assert "assign data_rx = 128'd0;" in text
     assert "ascending" not in text                    # Intel buses are all descending
     assert "input  wire [0:63] s_axi_tx_tdata," in stub_verilog("aurora_64b66b", 1, "a")
+
+
+# ------------------------------------------------------------ Virtex-5 GTP_DUAL tiles
+
+
+class _TilePair(wiring.Component):
+    """Two one-lane Virtex-5 adapters of one GTP_DUAL: a master on ``channel`` and a slave on
+    the other channel, their share_* pads wired as :class:`optnet.hw.top.NodeTop` wires
+    them; each adapter's other pads are top-level ports ``<m|s>_<pad>``, and ``result``
+    keeps both datapaths."""
+
+    def __init__(self, channel: int):
+        self.master = make_vendor_phy("aurora_8b10b", 1, "link0", "v5", family="virtex5",
+                                      role="master", channel=channel)
+        self.slave = make_vendor_phy("aurora_8b10b", 1, "link1", "v5", family="virtex5",
+                                     role="slave", channel=1 - channel)
+        self.pads = {(k, name): member for k, phy in (("m", self.master), ("s", self.slave))
+                     for name, member in phy.signature.members.items()
+                     if name not in ("tx", "rx", "up") and not name.startswith("share_")}
+        super().__init__({f"{k}_{name}": member for (k, name), member in self.pads.items()}
+                         | {"result": Out(2)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.master, m.submodules.slave = self.master, self.slave
+        phys = {"m": self.master, "s": self.slave}
+        for (k, name), member in self.pads.items():
+            outer, inner = getattr(self, f"{k}_{name}"), getattr(phys[k], name)
+            m.d.comb += (inner.eq(outer) if member.flow == In else outer.eq(inner))
+        for name, member in self.slave.signature.members.items():
+            if name.startswith("share_"):
+                mine, theirs = getattr(self.slave, name), getattr(self.master, name)
+                m.d.comb += (mine.eq(theirs) if member.flow == In else theirs.eq(mine))
+        for i, phy in enumerate(phys.values()):
+            last = Signal(16)
+            m.d.comb += [phy.tx.payload.eq(0x1234 + i), phy.tx.valid.eq(1)]
+            with m.If(phy.rx.valid):
+                m.d[phy.domain] += last.eq(phy.rx.payload)
+            m.d.comb += self.result[i].eq(last.xor() ^ phy.up)
+        return m
+
+
+@pytest.mark.parametrize("channel", [0, 1])
+def test_virtex5_tile_pair_wiring(tmp_path, channel):
+    """One GTP_TILE holds both links: each channel's data, serial pins and clocks are its own
+    link's; GTPRESET and the PLL lock are shared (netlist by Yosys, stubs from the tables)."""
+    from tests.cdc_netlist import netlist
+
+    stub = tmp_path / "stub.v"
+    stub.write_text(stub_verilog("aurora_8b10b", 1, "v5", "virtex5", tiled=True))
+    top = tmp_path / "top.v"
+    top.write_text(verilog.convert(_TilePair(channel), name="top"))
+    lint_verilog([stub, top], "top")
+    net = netlist([stub, top], "top")
+    cells = {}
+    for name, cell in net["cells"].items():
+        cells.setdefault(cell["type"], []).append((name, cell["connections"]))
+    assert len(cells["v5_GTP_TILE"]) == 1
+    for module in ("AURORA_LANE", "GLOBAL_LOGIC", "TX_STREAM", "RX_STREAM"):
+        assert len(cells[f"v5_{module}"]) == 2
+    tile = cells["v5_GTP_TILE"][0][1]
+    pins = {n: d["bits"] for n, d in net["netnames"].items() if "." not in n}
+    lanes = {name.split(".")[0]: c for name, c in cells["v5_AURORA_LANE"]}
+    for k, who in ((channel, "master"), (1 - channel, "slave")):
+        pad = who[0]
+        assert tile[f"RXP{k}_IN"] == pins[f"{pad}_rxp"]
+        assert tile[f"TXP{k}_OUT"] == pins[f"{pad}_txp"]
+        assert tile[f"TXDATA{k}_IN"] == lanes[who]["TX_DATA"]
+        assert tile[f"RXDATA{k}_OUT"] == lanes[who]["RX_DATA"]
+        assert tile[f"TXUSRCLK2{k}_IN"] == pins[f"{pad}_user_clk"]
+        assert lanes[who]["RESETDONE"] == tile[f"RESETDONE{k}_OUT"]
+    assert tile["CLKIN_IN"] == pins["m_gt_refclk"] and "s_gt_refclk" not in pins
+    assert pins["m_tx_lock"] == pins["s_tx_lock"] == tile["PLLLKDET_OUT"]
+
+
+def test_virtex5_single_tile_ties_the_other_channel(tmp_path):
+    """A one-lane link alone in its tile: the other channel's inputs are tied low."""
+    adapter = make_vendor_phy("aurora_8b10b", 1, "link0", "v5", family="virtex5", channel=1)
+    text = verilog.convert(_Top(adapter), name="top")
+    ports = dict(re.findall(r"\.(\w+)\(([^)]*)\)", text.split("v5_GTP_TILE", 1)[1]))
+    for port in ("TXDATA0_IN", "TXCHARISK0_IN", "RXUSRCLK0_IN", "TXRESET0_IN"):
+        assert re.fullmatch(r"\d+'h0+", ports[port].strip()), (port, ports[port])
+    assert ports["TXDATA1_IN"].strip() != ports["TXDATA0_IN"].strip()
+    stub = tmp_path / "stub.v"
+    stub.write_text(stub_verilog("aurora_8b10b", 1, "v5", "virtex5", tiled=True))
+    top = tmp_path / "top.v"
+    top.write_text(text)
+    lint_verilog([stub, top], "top")

@@ -100,6 +100,22 @@ def _check_plan(p: NodePlan, board) -> None:
         elif sharing:
             owners.update(set(x.groups))
         assert gt.pll(x.pll).reaches(q.line_rate)
+    if not sharing and gt.name == "GTP_DUAL":
+        # Virtex-5: every one-lane core on a sited board gets its lane's channel and optnet
+        # wraps its tile; each tile is wrapped once (a master or a single), with at most one
+        # slave on the other channel.
+        tiles: Counter = Counter()
+        for q in vendor:
+            x = q.xcvr
+            site = board.ports[q.board_port].lanes[q.lanes[0]].site
+            assert (x.channel is not None) == (len(q.lanes) == 1 and bool(x.groups))
+            if x.channel is not None:
+                assert x.channel == gt.locate(site).channel
+                if x.role == "slave":
+                    assert by_port[x.master].xcvr.channel == 1 - x.channel
+                else:
+                    tiles.update(x.groups)
+        assert set(tiles.values()) <= {1}
     if sharing:
         # One core with the shared logic per used quad: one COMMON per quad.
         used = {g for q in vendor for g in q.xcvr.groups}
@@ -155,6 +171,21 @@ _LINKS = {
     "v5_lx330t_card": "{phy: aurora_8b10b, lanes: 1, line_rate: 2Gbps}",
     "stratix10mx_optics": "{phy: serial_lite_3, lanes: 2, line_rate: 25Gbps}",
 }
+
+
+def test_bee3_eight_x1_pairs_its_tiles():
+    """BEE3 Eight-x1 (seven one-lane links per FPGA on four GTP_DUAL tiles): three tiles hold
+    two links each (master on channel 0, slave on channel 1), the fourth one link; all use
+    one core, whose tile optnet wraps."""
+    plans, _ = _plans(ROOT / "examples" / "bee3_eight_x1.yaml")
+    mgt = [q for q in plans[0].ports if q.phy == "aurora_8b10b"]
+    assert [(q.xcvr.role, q.xcvr.channel, q.xcvr.groups) for q in mgt] == [
+        ("master", 0, ((0, 0),)), ("slave", 1, ((0, 0),)), ("master", 0, ((0, 1),)),
+        ("slave", 1, ((0, 1),)), ("master", 0, ((0, 2),)), ("slave", 1, ((0, 2),)),
+        ("single", 0, ((0, 3),))]
+    assert [q.xcvr.master for q in mgt if q.xcvr.role == "slave"] == [
+        mgt[0].port, mgt[2].port, mgt[4].port]
+    assert {ip_name(q) for q in mgt} == {"optnet_aurora_8b10b_x1"}
 
 
 def test_every_transceiver_board_is_covered():
@@ -222,6 +253,27 @@ def test_slaves_take_their_masters_clocks(stem):
             assert cell[into.format(q=quad)] == master[out_of.format(q=quad)], into
         assert "gt_refclk1_p" not in cell
     assert set(SHARED_CLOCKS) >= {"refclk", "user_clk", "qpllclk"}
+
+
+@pytest.mark.slow
+def test_virtex5_tiles_in_the_node_netlist():
+    """BEE3 Eight-x1 node with its board top: one GTP_TILE per used tile, one lane logic per
+    link, each link's serial pins on the channel of its lane's site, and only tile owners
+    take a reference clock."""
+    p, board, _, net = node_netlist("bee3_eight_x1")
+    cells: dict[str, list[dict]] = {}
+    for c in net.cells.values():
+        cells.setdefault(c["type"], []).append(c["connections"])
+    mgt = [q for q in p.ports if q.phy == "aurora_8b10b"]
+    assert len(cells["optnet_aurora_8b10b_x1_GTP_TILE"]) == len({q.xcvr.groups for q in mgt})
+    assert len(cells["optnet_aurora_8b10b_x1_AURORA_LANE"]) == len(mgt)
+    assert "optnet_aurora_8b10b_x1" not in cells
+    pins = {n: d["bits"] for n, d in net.netnames.items() if "." not in n}
+    for q in mgt:
+        rxp = next(t.name for t in top_ports(p, board) if t.name.endswith(f"port{q.port}_rxp"))
+        tile = [t for t in cells["optnet_aurora_8b10b_x1_GTP_TILE"]
+                if t[f"RXP{q.xcvr.channel}_IN"] == pins[rxp]]
+        assert len(tile) == 1, q.name
 
 
 def test_u280_vivado_script_under_mocks(tmp_path):

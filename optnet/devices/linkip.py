@@ -29,6 +29,7 @@ words as lanes and supports the two word counts the IP offers, 4 and 8 lanes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -41,10 +42,13 @@ __all__ = [
     "ROLES",
     "SHARED_CLOCKS",
     "V5_AURORA_REFCLK",
+    "V5_TILE_MODULES",
+    "V5_TILE_SOURCE",
     "VENDOR_PHYS",
     "IpPort",
     "IpSpec",
     "ip_family",
+    "ip_modules",
     "ip_ports",
     "ip_settings",
     "ip_spec",
@@ -133,6 +137,12 @@ def _clog2(value: int) -> int:
 
 def _lanes(n: int) -> int:
     return n
+
+
+def _pairs(*rows: _Row) -> tuple[_Row, ...]:
+    """Each of ``rows`` for channel 0 and then channel 1 of a Virtex-5 GTP_DUAL (``{k}`` in
+    its name)."""
+    return tuple(dataclasses.replace(r, name=r.name.format(k=k)) for r in rows for k in (0, 1))
 
 
 _7S = frozenset({"7series"})
@@ -271,6 +281,86 @@ _AURORA_8B10B_V5 = IpSpec(
         _o("TX_LOCK"),
     ),
 )
+
+#: Virtex-5 GTP_DUAL tiles shared by two one-lane links. Each CORE Generator Aurora v5.2 core
+#: instantiates a whole GTP_DUAL (its ``<core>_GTP_WRAPPER`` ties the tile's other channel
+#: off), so two cores cannot share a tile, and the channel a core uses is fixed in its wrapper
+#: whatever the constraints say. For one-lane links optnet therefore builds the tile wrapper
+#: itself (:class:`optnet.hw.phy.vendor.AuroraPhy8b10b`): one ``<core>_GTP_TILE`` per tile,
+#: with each channel wired to the lane logic of its own link, the core's ``AURORA_LANE``,
+#: ``GLOBAL_LOGIC``, ``TX_STREAM`` and ``RX_STREAM`` modules instantiated as the core's top
+#: does. These are the modules' ports (one lane, 2-byte lanes), by module-name suffix, in
+#: declaration order: AURORA_LANE, TX_STREAM and GTP_TILE as declared in the CORE Generator
+#: sources of a 1-lane 2-byte Streaming v5.2 GTP core (LEAP-Core/leap-platforms,
+#: sata-aurora-3.125gbps/aurora_8b10b_v5_2_aurora_lane.v, _tx_stream.v, _transceiver_tile.v);
+#: RX_STREAM and GLOBAL_LOGIC as the same core's top (aurora_8b10b_v5_2.v) connects them
+#: (direction from the driving module, width from the connected wire). The tile's
+#: attributes are the same for both channels (the wizard's template), so the tile of a core
+#: generated for either channel serves both.
+V5_TILE_SOURCE = (
+    "CORE Generator sources of a 1-lane 2-byte Streaming Aurora 8B/10B v5.2 GTP core "
+    "(LEAP-Core/leap-platforms, sata-aurora-3.125gbps: aurora_8b10b_v5_2_aurora_lane.v, "
+    "_tx_stream.v, _transceiver_tile.v; RX_STREAM and GLOBAL_LOGIC from their instances in "
+    "aurora_8b10b_v5_2.v)"
+)
+V5_TILE_MODULES: dict[str, tuple[_Row, ...]] = {
+    "AURORA_LANE": (
+        _i("RESETDONE"), _i("RESET_LISM"), _i("RX_DATA", 16), _i("RX_NOT_IN_TABLE", 2),
+        _i("RX_DISP_ERR", 2), _i("RX_CHAR_IS_K", 2), _i("RX_CHAR_IS_COMMA", 2),
+        _i("RX_STATUS", 6, tie=0), _i("RX_BUF_ERR"), _i("TX_BUF_ERR"), _i("RX_REALIGN"),
+        _o("RX_POLARITY"), _o("RX_RESET"), _o("TX_CHAR_IS_K", 2), _o("TX_DATA", 16),
+        _o("TX_RESET"), _o("ENA_COMMA_ALIGN"), _i("GEN_SCP"), _i("GEN_ECP"), _i("GEN_PAD"),
+        _i("TX_PE_DATA", 16, ascending=True), _i("TX_PE_DATA_V"), _i("GEN_CC"), _o("RX_PAD"),
+        _o("RX_PE_DATA", 16, ascending=True), _o("RX_PE_DATA_V"), _o("RX_SCP"), _o("RX_ECP"),
+        _i("GEN_A"), _i("GEN_K", 2, ascending=True), _i("GEN_R", 2, ascending=True),
+        _i("GEN_V", 2, ascending=True), _o("LANE_UP"), _o("SOFT_ERR"), _o("HARD_ERR"),
+        _o("CHANNEL_BOND_LOAD"), _o("GOT_A", 2, ascending=True), _o("GOT_V"), _i("USER_CLK"),
+        _i("RESET_SYMGEN"), _i("RESET"),
+    ),
+    "GLOBAL_LOGIC": (
+        # The core's GTP wrapper never drives its CHBONDDONE output with one lane (XST ties
+        # it low), and the top feeds that to CH_BOND_DONE and CHANNEL_BOND_LOAD.
+        _i("CH_BOND_DONE", tie=0), _o("EN_CHAN_SYNC"), _i("LANE_UP"), _i("SOFT_ERR"),
+        _i("HARD_ERR"), _i("CHANNEL_BOND_LOAD", tie=0), _i("GOT_A", 2, ascending=True),
+        _i("GOT_V"), _o("GEN_A"), _o("GEN_K", 2, ascending=True),
+        _o("GEN_R", 2, ascending=True), _o("GEN_V", 2, ascending=True), _o("RESET_LANES"),
+        _i("USER_CLK"), _i("RESET"), _i("POWER_DOWN", tie=0), _o("CHANNEL_UP"),
+        _o("START_RX"), _o("CHANNEL_SOFT_ERR"), _o("CHANNEL_HARD_ERR"),
+    ),
+    "TX_STREAM": (
+        _i("TX_D", 16, ascending=True), _i("TX_SRC_RDY_N"), _o("TX_DST_RDY_N"),
+        _i("CHANNEL_UP"), _i("DO_CC"), _i("WARN_CC"), _o("GEN_SCP"), _o("GEN_ECP"),
+        _o("TX_PE_DATA_V"), _o("GEN_PAD"), _o("TX_PE_DATA", 16, ascending=True), _o("GEN_CC"),
+        _i("USER_CLK"),
+    ),
+    "RX_STREAM": (
+        _o("RX_D", 16, ascending=True), _o("RX_SRC_RDY_N"), _i("START_RX"), _i("RX_PAD"),
+        _i("RX_PE_DATA", 16, ascending=True), _i("RX_PE_DATA_V"), _i("RX_SCP"), _i("RX_ECP"),
+        _i("USER_CLK"),
+    ),
+    # Channel ports {k} = 0 and 1, declared pairwise by the wizard, around the tile's own.
+    "GTP_TILE": (
+        *_pairs(
+            _i("LOOPBACK{k}_IN", 3, tie=0), _i("RXPOWERDOWN{k}_IN", 2, tie=0),
+            _i("TXPOWERDOWN{k}_IN", 2, tie=0), _o("RXCHARISCOMMA{k}_OUT", 2),
+            _o("RXCHARISK{k}_OUT", 2), _o("RXDISPERR{k}_OUT", 2), _o("RXNOTINTABLE{k}_OUT", 2),
+            _o("RXCLKCORCNT{k}_OUT", 3), _o("RXBYTEREALIGN{k}_OUT"), _i("RXENMCOMMAALIGN{k}_IN"),
+            _i("RXENPCOMMAALIGN{k}_IN"), _o("RXDATA{k}_OUT", 16), _i("RXDATAWIDTH{k}_IN", tie=1),
+            _i("RXRESET{k}_IN"), _i("RXUSRCLK{k}_IN"), _i("RXUSRCLK2{k}_IN"),
+            _i("RXCDRRESET{k}_IN", tie=0), _o("RXELECIDLE{k}_OUT"), _i("RXELECIDLERESET{k}_IN"),
+            _i("RXN{k}_IN"), _i("RXP{k}_IN"), _i("RXBUFRESET{k}_IN", tie=0),
+            _o("RXBUFSTATUS{k}_OUT", 3), _o("TXBUFSTATUS{k}_OUT", 2),
+            _i("RXENSAMPLEALIGN{k}_IN", tie=0), _i("RXPOLARITY{k}_IN")),
+        _i("CLKIN_IN"), _i("GTPRESET_IN"), _o("PLLLKDET_OUT"), _o("REFCLKOUT_OUT"),
+        *_pairs(_o("RESETDONE{k}_OUT")), _i("RXENELECIDLERESETB_IN"),
+        _i("TXENPMAPHASEALIGN_IN", tie=0), _i("TXPMASETPHASE_IN", tie=0),
+        *_pairs(
+            _i("TXCHARISK{k}_IN", 2), _i("TXDATA{k}_IN", 16), _o("TXOUTCLK{k}_OUT"),
+            _i("TXRESET{k}_IN"), _i("TXUSRCLK{k}_IN"), _i("TXUSRCLK2{k}_IN"), _o("TXN{k}_OUT"),
+            _o("TXP{k}_OUT")),
+    ),
+}
+
 
 # The Streaming user interface and serial pins of the two Aurora cores, whatever their
 # shared-logic role, and the 8B/10B core's per-lane DRP ports (7 series).
@@ -877,6 +967,39 @@ def ip_ports(phy: str, lanes: int, family: str | None = None, *, role: str = "si
             for r in group:
                 ports.append(_port(r, r.name.format(k=k, lane=suffix, q=quad), lanes))
     return tuple(ports)
+
+
+def ip_modules(phy: str, lanes: int, family: str | None = None, *, role: str = "single",
+               quad: int = 1, qpll: bool = False, tiled: bool = False
+               ) -> tuple[tuple[str, tuple[IpPort, ...]], ...]:
+    """The modules of ``phy``'s generated IP that the RTL instantiates, with their ports.
+
+    Parameters
+    ----------
+    phy, lanes, family, role, quad, qpll
+        As for :func:`ip_ports`.
+    tiled : bool
+        A one-lane Aurora 8B/10B core on Virtex-5 whose GTP_DUAL tile optnet wraps itself
+        (:data:`V5_TILE_MODULES`).
+
+    Returns
+    -------
+    tuple of (str, tuple of IpPort)
+        (module-name suffix, ports): ``("", ip_ports(...))`` for the core's top; for a tiled
+        core, ``_<MODULE>`` and its ports for each module of :data:`V5_TILE_MODULES`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`ip_ports`, and for ``tiled`` with another protocol, family or lane count.
+    """
+    if not tiled:
+        return (("", ip_ports(phy, lanes, family, role=role, quad=quad, qpll=qpll)),)
+    if (phy, ip_family(phy, family), lanes) != ("aurora_8b10b", "virtex5", 1):
+        raise ValueError(f"only one-lane Aurora 8B/10B cores on Virtex-5 are tiled, not "
+                         f"{lanes}-lane {phy} on {family}")
+    return tuple((f"_{module}", tuple(_port(r, r.name, 1) for r in rows))
+                 for module, rows in V5_TILE_MODULES.items())
 
 
 def _port(row: _Row, name: str, lanes: int) -> IpPort:

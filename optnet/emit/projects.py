@@ -13,10 +13,11 @@ creates for the ``synth`` target of the node's FuseSoC core, which lists ``ip.tc
 ``tclSource`` file (Edalize's vivado, quartus and ise back ends source those in their
 project-creation script, before synthesis). So it names no file of the node folder: the IP
 goes into the project (Vivado) or into ``ip/`` in the project's folder, the working
-directory (ISE, Quartus). After generating each link IP it reads the generated top-level
-Verilog and stops the build unless its ports are those of the RTL's black box
-(:func:`_expected_ports`, the table the lint stubs come from) in direction and width, with no
-input left out.
+directory (ISE, Quartus). After generating each link IP it reads the generated Verilog of
+each module the RTL instantiates (the top, or a tiled Virtex-5 core's tile and lane logic)
+and stops the build unless its ports are those of the RTL's black box
+(:func:`_expected_modules`, the tables the lint stubs come from) in direction and width,
+with no input left out.
 
 What each link IP is and how it is configured is planned in :mod:`optnet.plan.ip`
 (:func:`~optnet.plan.ip.link_ips`); this module writes it into the scripts. A value the
@@ -54,7 +55,7 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 
 from optnet.devices.families import family
-from optnet.devices.linkip import VENDOR_PHYS, IpPort, ip_ports
+from optnet.devices.linkip import VENDOR_PHYS, IpPort, ip_modules
 from optnet.emit.env import render_template
 from optnet.emit.escape import Raw, tcl_braced
 from optnet.plan import NodePlan
@@ -176,16 +177,17 @@ def _init_clock(board: BoardDesc, clocks: IopllPlan | None) -> tuple[str, str]:
 # --------------------------------------------------------------------------- scripts
 
 
-def _expected_ports(ip: LinkIp) -> tuple[IpPort, ...]:
-    """The ports of link IP ``ip``'s generated top-level module as the RTL's black box
-    declares them: the table the adapters instantiate and the lint stubs are rendered from
-    (:func:`optnet.emit.stubs.stub_verilog`). The IP scripts check the generated module
-    against it."""
-    return ip_ports(ip.phy, ip.lanes, ip.family, role=ip.role, quad=ip.quad, qpll=ip.qpll)
+def _expected_modules(ip: LinkIp) -> tuple[tuple[str, tuple[IpPort, ...]], ...]:
+    """The modules of link IP ``ip`` that the RTL instantiates, with their ports as its
+    black boxes declare them: the tables the adapters instantiate and the lint stubs are
+    rendered from (:func:`optnet.emit.stubs.stub_verilog`). The IP scripts check the
+    generated modules against them."""
+    return tuple((ip.name + suffix, ports) for suffix, ports in ip_modules(
+        ip.phy, ip.lanes, ip.family, role=ip.role, quad=ip.quad, qpll=ip.qpll, tiled=ip.tiled))
 
 
-def _port_tables(ips: Sequence[LinkIp]) -> dict[str, tuple[IpPort, ...]]:
-    return {ip.name: _expected_ports(ip) for ip in ips}
+def _port_tables(ips: Sequence[LinkIp]) -> dict[str, tuple[tuple[str, tuple[IpPort, ...]], ...]]:
+    return {ip.name: _expected_modules(ip) for ip in ips}
 
 
 def _refclk_settings(ips: Sequence[LinkIp], board: BoardDesc) -> list[dict]:

@@ -15,7 +15,7 @@ duplicate-module error.
 
 from __future__ import annotations
 
-from optnet.devices.linkip import ip_family, ip_ports, ip_spec
+from optnet.devices.linkip import V5_TILE_SOURCE, ip_family, ip_modules, ip_spec
 from optnet.emit.env import render_template
 from optnet.plan import PortPlan
 from optnet.plan.ip import ip_name
@@ -87,17 +87,19 @@ _ROLE_TITLE = {"master": "shared logic in core, clocks shared with the quad's ot
 
 
 def stub_verilog(phy: str, lanes: int, ip_name: str, family: str | None = None, *,
-                 role: str = "single", quad: int = 1, qpll: bool = False) -> str:
-    """A black-box Verilog module with the exact port list of the generated IP.
+                 role: str = "single", quad: int = 1, qpll: bool = False,
+                 tiled: bool = False) -> str:
+    """Black-box Verilog modules with the exact port lists of the generated IP's modules
+    that the RTL instantiates (its top, or a tiled Virtex-5 core's tile and lane logic).
 
     Lets ``verilator --lint-only`` and Yosys process designs that instantiate the IP when
-    the vendor library is not installed: the module body only ties the outputs to zero and
+    the vendor library is not installed: each module body only ties the outputs to zero and
     carries ``(* blackbox *)``, so Yosys keeps the instance as a cell.
 
     Parameters
     ----------
-    phy, lanes, family, role, quad, qpll
-        As for :func:`optnet.devices.linkip.ip_ports`.
+    phy, lanes, family, role, quad, qpll, tiled
+        As for :func:`optnet.devices.linkip.ip_modules`.
     ip_name : str
         Module name the vendor project gives the generated IP.
 
@@ -108,24 +110,30 @@ def stub_verilog(phy: str, lanes: int, ip_name: str, family: str | None = None, 
     """
     family = ip_family(phy, family)
     spec = ip_spec(phy, family)
-    ports = ip_ports(phy, lanes, family, role=role, quad=quad, qpll=qpll)
-    return render_template(
+    modules = ip_modules(phy, lanes, family, role=role, quad=quad, qpll=qpll, tiled=tiled)
+    title = spec.title if role == "single" or tiled else f"{spec.title}, {_ROLE_TITLE[role]}"
+    source = V5_TILE_SOURCE if tiled else spec.slave_source if role == "slave" else spec.source
+    return "".join(render_template(
         "hw/ip_stub.v.j2",
-        module=ip_name,
-        title=spec.title if role == "single" else f"{spec.title}, {_ROLE_TITLE[role]}",
+        module=ip_name + suffix,
+        title=title if not suffix else f"{title}, module {suffix[1:]}",
         tool=spec.tool,
         family=family,
         lanes=lanes,
-        source=spec.slave_source if role == "slave" else spec.source,
+        source=source,
         ports=ports,
         ascending=any(p.ascending and p.width > 1 for p in ports),
-    )
+    ) for suffix, ports in modules)
 
 
 def port_stub(port: PortPlan, family: str) -> str:
     """The lint stub of the link IP behind ``port`` (as :func:`stub_verilog`, for its core's
-    shared-logic role from the transceiver plan), module :func:`optnet.plan.ip.ip_name`."""
+    shared-logic role and tile from the transceiver plan), module
+    :func:`optnet.plan.ip.ip_name`."""
     x = port.xcvr
+    if x is not None and x.channel is not None:
+        return stub_verilog(port.phy, len(port.lanes), ip_name(port), family=family,
+                            tiled=True)
     share = {} if x is None or x.role == "single" else {
         "role": x.role, "quad": x.quad, "qpll": x.qpll}
     return stub_verilog(port.phy, len(port.lanes), ip_name(port), family=family, **share)

@@ -143,12 +143,10 @@ class NodeTop(wiring.Component):
             return LvdsPhy(len(port.lanes), f"phy{port.port}", lvds_family(self.plan.family))
         from optnet.hw.phy.vendor import make_vendor_phy
         x = port.xcvr
-        if x is None or x.role == "single":
-            return make_vendor_phy(port.phy, len(port.lanes), f"phy{port.port}",
-                                   ip_name(port), family=self.plan.family)
+        share = {} if x is None else {"role": x.role, "quad": x.quad, "qpll": x.qpll,
+                                      "channel": x.channel}
         return make_vendor_phy(port.phy, len(port.lanes), f"phy{port.port}", ip_name(port),
-                               family=self.plan.family, role=x.role, quad=x.quad,
-                               qpll=x.qpll)
+                               family=self.plan.family, **share)
 
     def elaborate(self, platform):
         m = Module()
@@ -209,10 +207,15 @@ class NodeTop(wiring.Component):
                 if pad in ("tx", "rx", "up"):
                     continue
                 if _share_pad(pad):
-                    # A slave's quad clocks come from its master's core, inside the node.
-                    if adapter.signature.members[pad].flow == In:
-                        master = self._adapters[port.xcvr.master]
-                        m.d.comb += getattr(adapter, pad).eq(getattr(master, pad))
+                    # A slave's quad clocks (Virtex-5: its channel of the tile) come from its
+                    # master's adapter, inside the node; what a slave gives its master goes
+                    # the other way. A master's pads are wired with its slave's.
+                    if port.xcvr.role == "slave":
+                        master = getattr(self._adapters[port.xcvr.master], pad)
+                        if adapter.signature.members[pad].flow == In:
+                            m.d.comb += getattr(adapter, pad).eq(master)
+                        else:
+                            m.d.comb += master.eq(getattr(adapter, pad))
                     continue
                 outer, inner = getattr(self, f"port{p}_{pad}"), getattr(adapter, pad)
                 if adapter.signature.members[pad].flow == Out:

@@ -133,6 +133,10 @@ class LinkIp:
     role, quad, qpll
         The core's shared-logic role, quad number and PLL (the transceiver plan's, as
         :func:`optnet.devices.linkip.ip_ports` takes them).
+    tiled : bool
+        A one-lane Virtex-5 core whose GTP_DUAL tiles optnet wraps: the RTL instantiates its
+        tile and lane-logic modules, not its top
+        (:func:`optnet.devices.linkip.ip_modules`).
     """
 
     name: str
@@ -151,6 +155,7 @@ class LinkIp:
     role: str = "single"
     quad: int = 1
     qpll: bool = False
+    tiled: bool = False
 
     @property
     def board_ports(self) -> tuple[str, ...]:
@@ -193,10 +198,12 @@ def ip_name(port: PortPlan) -> str:
     a node's ports with the same configuration share one generated core; a core that shares
     its quad's clocks (a ``master``, or a ``slave`` taking them) has port names that depend
     on its quad, so it is one IP per quad: ``optnet_<phy>_x<lanes>_<role>_x<column>q<quad>``
-    (the transceiver plan's column and quad position)."""
+    (the transceiver plan's column and quad position). A Virtex-5 core whose tile optnet
+    wraps (:attr:`~optnet.plan.transceivers.PortXcvr.channel`) keeps the plain name, as its
+    lane logic is the same module whatever its role."""
     base = f"optnet_{port.phy}_x{len(port.lanes)}"
     xcvr = port.xcvr
-    if xcvr is None or xcvr.role == "single" or not xcvr.groups:
+    if xcvr is None or xcvr.role == "single" or not xcvr.groups or xcvr.channel is not None:
         return base
     column, group = xcvr.groups[0]
     return f"{base}_{xcvr.role}_x{column}q{group}"
@@ -466,13 +473,24 @@ def _ise_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan]) 
              f"{user_width_for(first.phy, lanes, family)}-bit user data (2-byte GTP lanes) "
              f"as the RTL's black box expects; placed at "
              f"{', '.join(_sites(plan, board, first))}."]
-    if len(ports) > 1:
+    tiled = {p.xcvr is not None and p.xcvr.channel is not None for p in ports}
+    if len(tiled) > 1:
+        raise ProjectError(
+            f"Node '{plan.node}' has one-lane Aurora ports with GTP_DUAL channel sites and "
+            f"ports without ({', '.join(p.name for p in ports)}); give every lane of board "
+            f"'{board.name}' a site, so that optnet can wrap all their tiles.")
+    if tiled == {True}:
+        notes.append("The RTL instantiates the core's GTP_TILE, AURORA_LANE, GLOBAL_LOGIC, "
+                     "TX_STREAM and RX_STREAM modules, not its top: optnet wraps each "
+                     "GTP_DUAL tile itself, so that each lane sits on its own channel and two "
+                     "one-lane links can share a tile.")
+    elif len(ports) > 1:
         notes.append(f"Shared by ports {', '.join(p.name for p in ports)}: the core is placed "
                      f"for port {first.name}; the constraints place the other instances.")
     return LinkIp(name, first.phy, _ISE_SELECT[first.phy], family, lanes, first.line_rate,
                   user_width_for(first.phy, lanes, family), _refclk(board, first), refclk_var,
                   _env_name("OPTNET_REFCLK_MHZ", name), tuple(ports), tuple(params),
-                  tuple(notes))
+                  tuple(notes), tiled=tiled == {True})
 
 
 # Quartus Prime Pro (Stratix 10 H-tile) Platform Designer components and parameters. Sources:

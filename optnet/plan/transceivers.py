@@ -20,15 +20,16 @@ E332
     No PLL of the transceiver makes a link's line rate.
 E333
     Links that share a group's PLL need it at different rates or reference clocks, or a core
-    cannot be split from another core of its group (a Virtex-5 GTP_DUAL tile, whose two
-    channels one core instantiates together).
+    cannot take its clocks from another core of its group.
 E334
     A quad needs more reference clocks than it has inputs for.
 E335
     A Stratix 10 bank needs more GXT channels or ATX PLLs than it has.
 W301
-    Two cores share a Virtex-5 GTP_DUAL tile (each Aurora v5.2 core instantiates its whole
-    tile): the ISE project needs the pair merged by hand.
+    A Virtex-5 GTP_DUAL tile is shared with a core of more than one lane, which instantiates
+    its tiles whole: the ISE project needs the pair merged by hand. (Two one-lane cores share
+    a tile: optnet wraps the tile itself, the first core is its ``master``, the other's lane
+    logic a ``slave`` on the second channel.)
 """
 
 from __future__ import annotations
@@ -167,6 +168,10 @@ class PortXcvr:
         (:func:`optnet.devices.linkip.quad_number`).
     qpll : bool
         Its channels run from the quad's shared PLL.
+    channel : int or None
+        Virtex-5, a one-lane core: the GTP_DUAL channel (0, 1) of its lane; optnet wraps the
+        tile itself (:data:`optnet.devices.linkip.V5_TILE_MODULES`), which a ``master``
+        shares with the lane logic of a ``slave`` on the other channel. None otherwise.
     """
 
     role: str
@@ -176,6 +181,7 @@ class PortXcvr:
     refclk: str
     quad: int = 1
     qpll: bool = False
+    channel: int | None = None
 
 
 @dataclass(frozen=True)
@@ -308,7 +314,7 @@ class _Planner:
         master_of: dict[tuple[int, int], int] = {}
         members: dict[tuple[int, int], list[int]] = {}
         roles: dict[int, tuple[str, int | None]] = {}
-        split = gt.common is None      # Virtex-5: one core holds a whole tile
+        split = gt.common is None      # Virtex-5: a tile's PLL sits in the channel pair
         for p in self.ports:
             groups = list(dict.fromkeys(where[p.port]))
             for g in groups:
@@ -318,20 +324,7 @@ class _Planner:
                 continue
             owners = {master_of[g] for g in groups if g in master_of}
             if split:
-                roles[p.port] = ("single", None)
-                if owners:
-                    other = by_port[min(owners)]
-                    self.finding(
-                        "W301", p, f"Link ports {other.name} and {p.name} of node "
-                        f"'{self.node}' use the two channels of {gt.name} {gt.group} "
-                        f"{_group(groups[0])}, but each generated Aurora v5.2 core "
-                        f"instantiates the whole tile, so the ISE project will not place "
-                        f"until the two cores are paired by hand into one tile wrapper with "
-                        f"two lane logics (docs/build.md).", gt.source,
-                        hint="Bond the tile's two channels into one link to build without "
-                             "hand work.")
-                for g in groups:
-                    master_of.setdefault(g, p.port)
+                roles[p.port] = self.pair_tile(p, groups, master_of, roles, by_port)
                 continue
             if not owners:
                 roles[p.port] = ("master", None)
@@ -385,11 +378,42 @@ class _Planner:
             ref = by_port[master] if master is not None else p
             quad = quad_number(ip_family(p.phy, board.family), where[p.port][0][1]) \
                 if where[p.port] else 1
+            channel = None
+            if split and len(p.lanes) == 1 and where[p.port]:
+                site = board.ports[p.board_port].lanes[p.lanes[0]].site
+                channel = gt.locate(site).channel
             out[p.port] = PortXcvr(role, master, pll[p.port] or "", where[p.port],
                                    _refclk_key(board, ref), quad,
-                                   bool(pll[p.port]) and gt.pll(pll[p.port]).shared)
+                                   bool(pll[p.port]) and gt.pll(pll[p.port]).shared, channel)
         return XcvrPlan(gt.name, out, tuple(groups), refclks, tuple(self.notes)), \
             self.findings
+
+    def pair_tile(self, p: LinkPort, groups, master_of, roles, by_port
+                  ) -> tuple[str, int | None]:
+        """Virtex-5: the role of ``p``'s core in its GTP_DUAL tiles. optnet wraps the tile
+        of one-lane cores itself, so two of them share a tile (the first in router order
+        owns it, the ``master``; the other's lane logic uses its second channel, a
+        ``slave``); a core of more lanes instantiates its tiles whole and shares none
+        (W301)."""
+        owners = [master_of[g] for g in groups if g in master_of]
+        for g in groups:
+            master_of.setdefault(g, p.port)
+        if not owners:
+            return ("master", None) if len(p.lanes) == 1 else ("single", None)
+        other = by_port[owners[0]]
+        if len(p.lanes) == 1 and len(other.lanes) == 1 and roles[other.port][0] == "master":
+            return "slave", other.port
+        wide = other if len(other.lanes) > 1 else p
+        self.finding(
+            "W301", p, f"Link ports {other.name} and {p.name} of node '{self.node}' share "
+            f"{self.gt.name} {self.gt.group} {_group(groups[0])}, but the {len(wide.lanes)}-lane "
+            f"Aurora v5.2 core of port {wide.name} instantiates the whole tile (optnet shares "
+            f"a tile only between one-lane cores, whose tiles it wraps itself), so the ISE "
+            f"project will not place until the two are merged by hand into one tile wrapper "
+            f"(docs/build.md).",
+            self.gt.source, hint="Give the link lanes in tiles no other link uses, or make "
+                                 "both links one lane wide.")
+        return "single", None
 
     def check_shared_pll(self, where, pll, roles, by_port) -> None:
         """Channels of one group on its shared PLL need one rate and one reference clock;

@@ -30,6 +30,7 @@ from amaranth.hdl import (
     Mux,
     ResetSignal,
     Signal,
+    Value,
 )
 from amaranth.lib import fifo
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
@@ -38,7 +39,9 @@ from amaranth.lib.wiring import In, Out
 from optnet.devices.linkip import (
     SHARED_CLOCKS,
     V5_AURORA_REFCLK,
+    IpPort,
     ip_family,
+    ip_modules,
     ip_ports,
     ip_spec,
     user_width_for,
@@ -104,20 +107,24 @@ class _VendorPhy(PhyInterface):
             raise
         super().__init__(user_width_for(self.PHY, lanes, self.family), domain, pads)
 
-    def _instance(self, m: Module, drive: dict) -> dict[str, Signal]:
-        """Add the IP instance to ``m``.
+    def _instance(self, m: Module, drive: dict, *, module: str | None = None,
+                  ports: tuple[IpPort, ...] | None = None, name: str = "ip",
+                  outputs: dict[str, Signal] | None = None) -> dict[str, Signal]:
+        """Add an instance of the IP (or of ``module`` of the IP, with ``ports``) to ``m``
+        as submodule ``name``.
 
         ``drive`` maps input port names to the values the adapter drives; every other input
-        gets its table tie-off. Returns a signal per output port, named ``ip_<port>``.
+        gets its table tie-off. Returns a signal per output port: ``outputs`` (made with
+        :func:`_outputs` beforehand, so that instances can drive each other), or new ones
+        named ``<name>_<port>``.
         """
+        ports = self.ports if ports is None else ports
+        outputs = _outputs(name, ports) if outputs is None else outputs
         drive = dict(drive)
         args = []
-        outputs: dict[str, Signal] = {}
-        for port in self.ports:
+        for port in ports:
             if port.direction == "output":
-                sig = Signal(port.width, name=f"ip_{port.name}")
-                outputs[port.name] = sig
-                args.append(("o", port.name, sig))
+                args.append(("o", port.name, outputs[port.name]))
             elif port.name in drive:
                 args.append(("i", port.name, drive.pop(port.name)))
             elif port.tie is not None:
@@ -126,7 +133,7 @@ class _VendorPhy(PhyInterface):
                 raise AssertionError(f"{self.PHY}: input {port.name} is neither driven nor tied")
         if drive:
             raise AssertionError(f"{self.PHY}: no such input(s): {', '.join(sorted(drive))}")
-        m.submodules.ip = Instance(self.ip_name, *args)
+        m.submodules[name] = Instance(module or self.ip_name, *args)
         return outputs
 
     def _init_domain(self, m: Module) -> str:
@@ -158,6 +165,12 @@ class _VendorPhy(PhyInterface):
         m.domains += ClockDomain(self.domain)
         m.d.comb += ClockSignal(self.domain).eq(clk)
         m.submodules.user_reset = ResetSynchronizer(arst, domain=self.domain)
+
+
+def _outputs(name: str, ports: tuple[IpPort, ...]) -> dict[str, Signal]:
+    """A signal per output of ``ports``, named ``<name>_<port>``, for :meth:`_instance`."""
+    return {p.name: Signal(p.width, name=f"{name}_{p.name}")
+            for p in ports if p.direction == "output"}
 
 
 def _serial_pads(lanes: int, differential: bool) -> dict:
@@ -294,10 +307,13 @@ class _StandardCC(Elaboratable):
         return m
 
 
-def _virtex5_aurora_pads(lanes: int) -> dict:
-    # The v5.x core has no clocking of its own: the board's clock module (outside optnet)
-    # buffers the reference clock and makes the user and sync clocks from tx_out_clk.
-    return {
+def _virtex5_aurora_pads(lanes: int, role: str, tiled: bool) -> dict:
+    # The v5.x core has no clocking of its own: the board top buffers the reference clock
+    # and makes the user and sync clocks from tx_out_clk. A tiled slave has no reference
+    # clock: the tile is its master's; the two adapters trade their channel's signals
+    # through the share_* pads (_V5_TO_TILE In on the master, Out on the slave; _V5_FROM_TILE
+    # the other way), which the node connects inside (optnet.hw.top).
+    pads = {
         "gt_refclk": In(1),
         "txp": Out(lanes),
         "txn": Out(lanes),
@@ -311,6 +327,49 @@ def _virtex5_aurora_pads(lanes: int) -> dict:
         "tx_out_clk": Out(1),
         "tx_lock": Out(1),
     }
+    if role == "slave":
+        del pads["gt_refclk"]
+    if tiled and role != "single":
+        to_tile, from_tile = (In, Out) if role == "master" else (Out, In)
+        pads.update({f"share_{n}": to_tile(w) for n, w, _ in _V5_TO_TILE})
+        pads.update({f"share_{n}": from_tile(w) for n, w, _ in _V5_FROM_TILE})
+    return pads
+
+
+# One GTP_DUAL channel as the lane logic of one link sees it, for a tile optnet wraps
+# itself: (signal, width, the tile's ports with {k} for the channel). To the tile: the lane
+# logic's outputs and the link's clocks, serial inputs and GT reset (GTPRESET is the tile's:
+# either link's request resets both channels); from the tile: what the lane logic reads, as
+# the core's GTP_WRAPPER connects them, and the tile's PLL lock and electrical-idle reset.
+_V5_TO_TILE = (
+    ("tx_data", 16, ("TXDATA{k}_IN",)),
+    ("tx_charisk", 2, ("TXCHARISK{k}_IN",)),
+    ("tx_reset", 1, ("TXRESET{k}_IN",)),
+    ("rx_reset", 1, ("RXRESET{k}_IN",)),
+    ("rx_polarity", 1, ("RXPOLARITY{k}_IN",)),
+    ("comma_align", 1, ("RXENMCOMMAALIGN{k}_IN", "RXENPCOMMAALIGN{k}_IN")),
+    ("user_clk", 1, ("RXUSRCLK2{k}_IN", "TXUSRCLK2{k}_IN")),
+    ("sync_clk", 1, ("RXUSRCLK{k}_IN", "TXUSRCLK{k}_IN")),
+    ("rxp", 1, ("RXP{k}_IN",)),
+    ("rxn", 1, ("RXN{k}_IN",)),
+    ("gt_reset", 1, ()),
+)
+_V5_FROM_TILE = (
+    ("rx_data", 16, "RXDATA{k}_OUT"),
+    ("rx_charisk", 2, "RXCHARISK{k}_OUT"),
+    ("rx_comma", 2, "RXCHARISCOMMA{k}_OUT"),
+    ("rx_disperr", 2, "RXDISPERR{k}_OUT"),
+    ("rx_notintable", 2, "RXNOTINTABLE{k}_OUT"),
+    ("rx_realign", 1, "RXBYTEREALIGN{k}_OUT"),
+    ("rx_bufstatus", 3, "RXBUFSTATUS{k}_OUT"),
+    ("tx_bufstatus", 2, "TXBUFSTATUS{k}_OUT"),
+    ("resetdone", 1, "RESETDONE{k}_OUT"),
+    ("tx_out_clk", 1, "TXOUTCLK{k}_OUT"),
+    ("txp", 1, "TXP{k}_OUT"),
+    ("txn", 1, "TXN{k}_OUT"),
+    ("reset_lism", 1, None),
+    ("tx_lock", 1, "PLLLKDET_OUT"),
+)
 
 
 class AuroraPhy8b10b(_AuroraPhy):
@@ -348,20 +407,37 @@ class AuroraPhy8b10b(_AuroraPhy):
         Module name of the core generated with :func:`ip_settings` for the family.
     family : str, optional
         ``"7series"`` (default), ``"ultrascale_plus"`` or ``"virtex5"``.
+    role, quad, qpll
+        The core's shared-logic role, quad number and PLL (as :func:`ip_ports`).
+    channel : int, optional
+        Virtex-5, one lane: the GTP_DUAL channel (0 or 1) of the lane. The adapter then
+        wraps the tile itself (:data:`optnet.devices.linkip.V5_TILE_MODULES`), because the
+        core's own wrapper fixes the channel and holds the tile whole: it instantiates the
+        core's ``<ip_name>_AURORA_LANE``, ``_GLOBAL_LOGIC``, ``_TX_STREAM`` and ``_RX_STREAM``
+        as the core's top does and, for a ``single`` or ``master`` role, the core's
+        ``<ip_name>_GTP_TILE`` with the lane on ``channel``; a ``master``'s other channel
+        belongs to a ``slave`` adapter, whose lane logic reaches the master's tile through
+        the ``share_*`` pads (a slave has no ``gt_refclk``). The tile's GTPRESET is either
+        link's GT reset, and its PLL lock is both links' ``tx_lock``.
     """
 
     PHY = "aurora_8b10b"
 
     def __init__(self, lanes: int, domain: str, ip_name: str, family: str | None = None,
-                 role: str = "single", quad: int = 1, qpll: bool = False):
+                 role: str = "single", quad: int = 1, qpll: bool = False,
+                 channel: int | None = None):
+        self.channel = channel
         try:
             virtex5 = ip_family(self.PHY, family) == "virtex5"
+            if channel is not None:
+                self.modules = dict(ip_modules(self.PHY, lanes, family, tiled=True))
         except ValueError:
             _discard(self)
             raise
         if virtex5:
             _VendorPhy.__init__(self, lanes, domain, ip_name, family,
-                                _virtex5_aurora_pads(lanes))
+                                _virtex5_aurora_pads(lanes, role, channel is not None))
+            self.role = role
         else:
             super().__init__(lanes, domain, ip_name, family, role, quad, qpll)
 
@@ -399,19 +475,22 @@ class AuroraPhy8b10b(_AuroraPhy):
         m.d.comb += system_reset.eq(ResetSignal(core))
         m.submodules.cc = cc = _StandardCC(core)
 
-        ip = self._instance(m, {
-            "TX_D": self.tx.payload,
-            "TX_SRC_RDY_N": ~self.tx.valid,
-            "DO_CC": cc.do_cc,
-            "WARN_CC": cc.warn_cc,
-            "RXP": self.rxp,
-            "RXN": self.rxn,
-            V5_AURORA_REFCLK: self.gt_refclk,
-            "USER_CLK": self.user_clk,
-            "SYNC_CLK": self.sync_clk,
-            "RESET": system_reset,
-            "GT_RESET": gt_reset,
-        })
+        if self.channel is None:
+            ip = self._instance(m, {
+                "TX_D": self.tx.payload,
+                "TX_SRC_RDY_N": ~self.tx.valid,
+                "DO_CC": cc.do_cc,
+                "WARN_CC": cc.warn_cc,
+                "RXP": self.rxp,
+                "RXN": self.rxn,
+                V5_AURORA_REFCLK: self.gt_refclk,
+                "USER_CLK": self.user_clk,
+                "SYNC_CLK": self.sync_clk,
+                "RESET": system_reset,
+                "GT_RESET": gt_reset,
+            })
+        else:
+            ip = self._tiled(m, cc, system_reset, gt_reset)
         up = ip["CHANNEL_UP"]
         m.d.comb += [
             tx_lock.eq(ip["TX_LOCK"]),
@@ -427,6 +506,107 @@ class AuroraPhy8b10b(_AuroraPhy):
         ]
         self._user_domain(m, self.user_clk, system_reset | ~up)
         return m
+
+    def _tiled(self, m: Module, cc: _StandardCC, system_reset: Value, gt_reset: Value
+               ) -> dict[str, Value]:
+        """The core's lane logic on channel :attr:`channel` of a GTP_DUAL tile this adapter
+        wraps (``single``, ``master``) or its master wraps (``slave``), wired as the core's
+        top wires them (UG353; LEAP-Core/leap-platforms aurora_8b10b_v5_2.v). Returns what
+        the core's top would output, by its port names."""
+        ports = {name[1:]: p for name, p in self.modules.items()}
+        ch = {n: Signal(w, name=f"ch_{n}") for n, w, _ in _V5_TO_TILE + _V5_FROM_TILE}
+        lane = _outputs("lane", ports["AURORA_LANE"])
+        glob = _outputs("global", ports["GLOBAL_LOGIC"])
+        txs = _outputs("tx_stream", ports["TX_STREAM"])
+        rxs = _outputs("rx_stream", ports["RX_STREAM"])
+        user = self.user_clk
+        self._instance(m, {
+            "RESETDONE": ch["resetdone"], "RESET_LISM": ch["reset_lism"],
+            "RX_DATA": ch["rx_data"], "RX_NOT_IN_TABLE": ch["rx_notintable"],
+            "RX_DISP_ERR": ch["rx_disperr"], "RX_CHAR_IS_K": ch["rx_charisk"],
+            "RX_CHAR_IS_COMMA": ch["rx_comma"],
+            # The buffers' error bits (UG196: RXBUFSTATUS[2], TXBUFSTATUS[1]), as the core's
+            # wrapper takes them.
+            "RX_BUF_ERR": ch["rx_bufstatus"][2], "TX_BUF_ERR": ch["tx_bufstatus"][1],
+            "RX_REALIGN": ch["rx_realign"],
+            **{n: txs[n] for n in ("GEN_SCP", "GEN_ECP", "GEN_PAD", "TX_PE_DATA",
+                                   "TX_PE_DATA_V", "GEN_CC")},
+            **{n: glob[n] for n in ("GEN_A", "GEN_K", "GEN_R", "GEN_V")},
+            "USER_CLK": user, "RESET_SYMGEN": system_reset, "RESET": glob["RESET_LANES"],
+        }, module=f"{self.ip_name}_AURORA_LANE", ports=ports["AURORA_LANE"], name="lane",
+            outputs=lane)
+        self._instance(m, {
+            **{n: lane[n] for n in ("LANE_UP", "SOFT_ERR", "HARD_ERR", "GOT_A", "GOT_V")},
+            "USER_CLK": user, "RESET": system_reset,
+        }, module=f"{self.ip_name}_GLOBAL_LOGIC", ports=ports["GLOBAL_LOGIC"], name="global",
+            outputs=glob)
+        self._instance(m, {
+            "TX_D": self.tx.payload, "TX_SRC_RDY_N": ~self.tx.valid,
+            "CHANNEL_UP": glob["CHANNEL_UP"], "DO_CC": cc.do_cc, "WARN_CC": cc.warn_cc,
+            "USER_CLK": user,
+        }, module=f"{self.ip_name}_TX_STREAM", ports=ports["TX_STREAM"], name="tx_stream",
+            outputs=txs)
+        self._instance(m, {
+            "START_RX": glob["START_RX"],
+            **{n: lane[n] for n in ("RX_PAD", "RX_PE_DATA", "RX_PE_DATA_V", "RX_SCP",
+                                    "RX_ECP")},
+            "USER_CLK": user,
+        }, module=f"{self.ip_name}_RX_STREAM", ports=ports["RX_STREAM"], name="rx_stream",
+            outputs=rxs)
+        m.d.comb += [
+            ch["tx_data"].eq(lane["TX_DATA"]), ch["tx_charisk"].eq(lane["TX_CHAR_IS_K"]),
+            ch["tx_reset"].eq(lane["TX_RESET"]), ch["rx_reset"].eq(lane["RX_RESET"]),
+            ch["rx_polarity"].eq(lane["RX_POLARITY"]),
+            ch["comma_align"].eq(lane["ENA_COMMA_ALIGN"]), ch["user_clk"].eq(user),
+            ch["sync_clk"].eq(self.sync_clk), ch["rxp"].eq(self.rxp), ch["rxn"].eq(self.rxn),
+            ch["gt_reset"].eq(gt_reset),
+        ]
+        if self.role == "slave":
+            for n, _, _ in _V5_TO_TILE:
+                m.d.comb += getattr(self, f"share_{n}").eq(ch[n])
+            for n, _, _ in _V5_FROM_TILE:
+                m.d.comb += ch[n].eq(getattr(self, f"share_{n}"))
+        else:
+            other = None if self.role == "single" else {
+                n: getattr(self, f"share_{n}") for n, _, _ in _V5_TO_TILE + _V5_FROM_TILE}
+            self._tile(m, {self.channel: ch, 1 - self.channel: other})
+        return {
+            "TX_DST_RDY_N": txs["TX_DST_RDY_N"], "RX_D": rxs["RX_D"],
+            "RX_SRC_RDY_N": rxs["RX_SRC_RDY_N"], "CHANNEL_UP": glob["CHANNEL_UP"],
+            "LANE_UP": lane["LANE_UP"], "TX_LOCK": ch["tx_lock"], "TXP": ch["txp"],
+            "TXN": ch["txn"], "TX_OUT_CLK": ch["tx_out_clk"],
+        }
+
+    def _tile(self, m: Module, channels: dict[int, dict[str, Value] | None]) -> None:
+        """The core's ``GTP_TILE``, once per GTP_DUAL, with each channel's signals
+        (``None``: an unused channel, tied off and left powered as the core's wrapper
+        leaves it). The electrical-idle reset circuit is the wrapper's, per channel."""
+        ports = self.modules["_GTP_TILE"]
+        tile = _outputs("tile", ports)
+        drive: dict[str, Value] = {"CLKIN_IN": self.gt_refclk}
+        resets = []
+        idle_resets = []
+        for k, ch in sorted(channels.items()):
+            # The channel's receiver is reset when it sees electrical idle after its reset
+            # is done (no serial loopback here), and the tile-wide enable is low while
+            # either channel is in that reset (UG196; the core's GTP_WRAPPER).
+            idle_reset = Signal(name=f"rxelecidlereset{k}")
+            m.d.comb += idle_reset.eq(tile[f"RXELECIDLE{k}_OUT"] & tile[f"RESETDONE{k}_OUT"])
+            drive[f"RXELECIDLERESET{k}_IN"] = idle_reset
+            idle_resets.append(idle_reset)
+            for name, width, tile_ports in _V5_TO_TILE:
+                for port in tile_ports:
+                    drive[port.format(k=k)] = Const(0, width) if ch is None else ch[name]
+            if ch is None:
+                continue
+            resets.append(ch["gt_reset"])
+            for name, _, port in _V5_FROM_TILE:
+                value = idle_reset if port is None else tile[port.format(k=k)]
+                m.d.comb += ch[name].eq(value)
+        drive["GTPRESET_IN"] = Cat(*resets).any()
+        drive["RXENELECIDLERESETB_IN"] = ~Cat(*idle_resets).any()
+        self._instance(m, drive, module=f"{self.ip_name}_GTP_TILE", ports=ports, name="tile",
+                       outputs=tile)
 
 
 class AuroraPhy64b66b(_AuroraPhy):
@@ -677,7 +857,7 @@ _CLASSES = {
 
 def make_vendor_phy(phy: str, lanes: int, domain: str, ip_name: str,
                     family: str | None = None, *, role: str = "single", quad: int = 1,
-                    qpll: bool = False) -> PhyInterface:
+                    qpll: bool = False, channel: int | None = None) -> PhyInterface:
     """The adapter for ``phy`` over ``lanes`` lanes.
 
     Parameters
@@ -694,6 +874,9 @@ def make_vendor_phy(phy: str, lanes: int, domain: str, ip_name: str,
     role, quad, qpll
         Shared-logic role, quad number and PLL of the core (the transceiver plan's; only the
         Aurora cores share).
+    channel : int, optional
+        The GTP_DUAL channel of a one-lane Aurora 8B/10B core on Virtex-5 whose tile optnet
+        wraps (see :class:`AuroraPhy8b10b`).
 
     Raises
     ------
@@ -701,7 +884,7 @@ def make_vendor_phy(phy: str, lanes: int, domain: str, ip_name: str,
         For an unknown protocol, unsupported family or lane count.
     """
     ip_spec(phy)
-    if role == "single":
-        return _CLASSES[phy](lanes, domain, ip_name, family=family)
-    return _CLASSES[phy](lanes, domain, ip_name, family=family, role=role, quad=quad,
-                         qpll=qpll)
+    share = {} if role == "single" else {"role": role, "quad": quad, "qpll": qpll}
+    if channel is not None:
+        share.update(role=role, channel=channel)
+    return _CLASSES[phy](lanes, domain, ip_name, family=family, **share)

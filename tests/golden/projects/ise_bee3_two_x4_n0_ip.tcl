@@ -118,6 +118,20 @@ proc optnet_module_ports {path module} {
     return $ports
 }
 
+# The first of the Verilog files $sources that declares module $module, or "" (a generated
+# core names its files after its modules, but not always the same way).
+proc optnet_module_file {sources module} {
+    foreach path $sources {
+        set fh [open $path]
+        set text [read $fh]
+        close $fh
+        if {[regexp "\\mmodule\\s+$module\\M" $text]} {
+            return $path
+        }
+    }
+    return ""
+}
+
 proc optnet_bits {width} {
     if {$width == 1} {
         return "1 bit"
@@ -210,8 +224,8 @@ set optnet_sources [optnet_coregen optnet_aurora_8b10b_x4 "Aurora_8B10B family X
     c_gt_loc_4 {4} \
     component_name {optnet_aurora_8b10b_x4} \
 ]]
-# The ports of the black box the RTL instantiates (name, direction, width).
-optnet_check_ports optnet_aurora_8b10b_x4 [file join $optnet_ipdir optnet_aurora_8b10b_x4 src optnet_aurora_8b10b_x4.v] [list \
+# The ports of the black box optnet_aurora_8b10b_x4 the RTL instantiates (name, direction, width).
+optnet_check_ports optnet_aurora_8b10b_x4 [optnet_module_file $optnet_sources optnet_aurora_8b10b_x4] [list \
     [list TX_D input 64] \
     [list TX_SRC_RDY_N input 1] \
     [list TX_DST_RDY_N output 1] \

@@ -101,6 +101,20 @@ proc optnet_module_ports {path module} {
     return $ports
 }
 
+# The first of the Verilog files $sources that declares module $module, or "" (a generated
+# core names its files after its modules, but not always the same way).
+proc optnet_module_file {sources module} {
+    foreach path $sources {
+        set fh [open $path]
+        set text [read $fh]
+        close $fh
+        if {[regexp "\\mmodule\\s+$module\\M" $text]} {
+            return $path
+        }
+    }
+    return ""
+}
+
 proc optnet_bits {width} {
     if {$width == 1} {
         return "1 bit"
