@@ -126,7 +126,8 @@ CODES: dict[str, Code] = _codes(
     ("E334", "refclk-conflict", "A quad's links need more, or other, reference clocks than "
                                 "its shared logic gives."),
     ("E335", "gxt-bank-full", "A Stratix 10 bank needs more GXT channels or ATX PLLs than "
-                              "it has."),
+                              "it has, or GXT channels take their reference clock outside "
+                              "their ATX PLL's triplet."),
     ("W101", "credit-below-bdp", "A managed endpoint's credits do not cover its slowest "
                                  "credit loop (the bandwidth-delay product), so the flow "
                                  "cannot reach full bandwidth."),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from optnet.boards import BoardLibrary
 from optnet.cluster import Cluster, End, Link, Node
-from optnet.devices.transceivers import transceiver
+from optnet.devices.transceivers import transceiver, triplet_of
 from optnet.diagnostics import Diagnostic, DiagnosticError, Related
 from optnet.phys import PHYS
 from optnet.spec import models as m
@@ -96,20 +96,25 @@ def _layers(*layers: m.LinkSettings | m.PortSettings | None) -> dict:
 
 def _home_lanes(board: m.BoardDesc, port: str) -> frozenset[int] | None:
     """Lanes of ``board``'s ``port`` in the transceiver group (quad) of the port's
-    reference clock (its buffer site, else its first lane's group); None when the board's
-    transceivers or sites are not modelled."""
+    reference clock (its buffer site, else its first lane's group), and on Stratix 10 in the
+    triplet of its pin; None when the board's transceivers or sites are not modelled."""
     gt = transceiver(board.family, board.transceivers.type if board.transceivers else None)
     desc = board.ports[port]
     if gt is None or not desc.lanes[0].site:
         return None
     sites = [gt.locate(lane.site) if lane.site else None for lane in desc.lanes]
-    home = gt.locate_refclk(desc.refclk.site) if desc.refclk and desc.refclk.site else None
+    pad = gt.refclk_at(desc.refclk.site) if desc.refclk and desc.refclk.site else None
+    home = (pad.column, pad.group) if pad is not None else None
     if home is None:
         home = None if sites[0] is None else (sites[0].column, sites[0].group)
     if home is None:
         return None
+    # GXT lanes must share the triplet of their reference clock pin (E335, UG-683621
+    # 3.1.1.2); GX lanes lose nothing by preferring it.
     return frozenset(i for i, at in enumerate(sites)
-                     if at is not None and (at.column, at.group) == home)
+                     if at is not None and (at.column, at.group) == home
+                     and (pad is None or pad.triplet is None
+                          or triplet_of(at.channel) == pad.triplet))
 
 
 def _free_run(lanes: list[str | None], count: int) -> int | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from optnet.devices.linkip import SHARED_CLOCKS, ip_ports
-from optnet.devices.transceivers import GBPS, Site, transceiver
+from optnet.devices.transceivers import GBPS, RefclkSite, Site, gxt_refclk_site, transceiver
 from optnet.lint import lint_file
 from optnet.plan import NodePlan, plan
 from optnet.plan.clocks import clock_plan
@@ -66,6 +66,23 @@ def test_sites_and_groups():
     tile = transceiver("virtex5", "GTP")
     assert tile.locate("GTP_DUAL_X0Y3_CH1") == Site(0, 3, 1)
     assert transceiver("ecp5", "DCU") is None
+
+
+def test_stratix10_refclk_sites():
+    """Stratix 10 dedicated reference clock pins name side, tile, bank and triplet
+    (REFCLK_GXBL1C_CHT: top triplet of bank 1C); the bank is the channel sites' group."""
+    s10 = transceiver("stratix10", "H-tile")
+    assert s10.refclk_at("REFCLK_GXBL1C_CHT") == RefclkSite(1, 0, 1, "L")
+    assert s10.refclk_at("REFCLK_GXBR4F_CHB") == RefclkSite(4, 3, 0, "R")
+    assert s10.refclk_at("REFCLK_GXB1D_CHBP") == RefclkSite(1, 1, 0, "")   # Quartus' CHBP
+    assert s10.locate_refclk("REFCLK_GXBL1D_CHT") == (1, 1)
+    assert s10.locate("GXB1D_CH4") == Site(1, 1, 4)
+    for bad in ("REFCLK_GXBL1C_CH0", "REFCLK_GXBL1B_CHT", "IBUFDS_GTE2_X1Y13"):
+        assert s10.refclk_at(bad) is None
+    assert gxt_refclk_site(4, 3, 0, "R") == "REFCLK_GXBR4F_CHB"
+    gtx = transceiver("virtex7", "GTX")
+    assert gtx.refclk_at("IBUFDS_GTE2_X1Y13") == RefclkSite(1, 6)
+    assert gtx.refclk_at("REFCLK_GXBL1C_CHT") is None
 
 
 # ------------------------------------------------------------------------------ the plan
@@ -327,3 +344,84 @@ def test_stratix10_gxt_channels_and_banks():
     assert "channel 2 of its bank (GXB1D_CH2), which is GX only" in found[0].message
     _, found = run(("optical1", (0, 1)))
     assert found == []
+
+
+def test_stratix10_gxt_refclk_triplet():
+    """A GXT link's reference clock pin is in the triplet of its lanes (UG-683621 3.1.1.2):
+    either triplet when the lanes fill both, never another bank; without a pin site the
+    rule is noted as unchecked. The E335 fixture has the other triplet's pin."""
+    from optnet.boards import load_library
+    from optnet.plan.transceivers import LinkPort, transceiver_plan
+    from optnet.spec.models import RefClkDesc
+
+    board = load_library([ROOT / "boards"]).boards["stratix10mx_optics"]
+    ports = dict(board.ports)
+
+    def sited(name, sites, refclk):
+        lanes = [lane.model_copy(update={"site": site})
+                 for lane, site in zip(ports[name].lanes, sites, strict=True)]
+        rc = None if refclk is None else RefClkDesc.model_validate(
+            {"freq": "644.53125MHz", "site": refclk})
+        ports[name] = ports[name].model_copy(update={"lanes": lanes, "refclk": rc})
+
+    four = ["GXB1C_CH0", "GXB1C_CH1", "GXB1C_CH3", "GXB1C_CH4"]
+    sited("optical0", four, "REFCLK_GXBL1C_CHB")
+    sited("optical1", four, "REFCLK_GXBL1D_CHB")      # another bank
+    sited("optical2", four, None)
+    b = board.model_copy(update={"ports": ports})
+
+    def run(*links, rate=25_000_000_000):
+        return transceiver_plan("n0", b, [LinkPort(k + 1, f"{bp}[{lanes}]", bp, lanes,
+                                                   "serial_lite_3", rate)
+                                          for k, (bp, lanes) in enumerate(links)])
+
+    # Lanes 0-1 in the bottom triplet (its pin): fine; lanes 2-3 in the top: E335.
+    plan_, found = run(("optical0", (0, 1)))
+    assert found == [] and not any("triplet" in n for n in plan_.notes)
+    _, found = run(("optical0", (2, 3)))
+    assert [f.code for f in found] == ["E335"]
+    assert ("on GXB1C_CH3, GXB1C_CH4 (the top triplet of bank 1C), but its reference clock "
+            "is REFCLK_GXBL1C_CHB, the bottom triplet's pin of bank 1C") in found[0].message
+    assert "REFCLK_GXBL1C_CHT" in found[0].hint
+    # Four lanes over both triplets: either triplet's ATX PLL may be the master.
+    _, found = run(("optical0", (0, 1, 2, 3)))
+    assert found == []
+    _, found = run(("optical1", (0, 1, 2, 3)))
+    assert [f.code for f in found] == ["E335"]
+    assert "REFCLK_GXBL1C_CHB or REFCLK_GXBL1C_CHT" in found[0].hint
+    # GX rates are not bound to the triplet; a GXT link without a pin site is noted.
+    _, found = run(("optical1", (0, 1)), rate=10_312_500_000)
+    assert found == []
+    plan_, found = run(("optical2", (0, 1)))
+    assert found == [] and any("optical2[(0, 1)]" in n and "not checked" in n
+                               for n in plan_.notes)
+
+
+def test_generated_gxt_links_take_their_refclk_triplet(tmp_path):
+    """Topology links take lanes in the triplet of their port's reference clock pin first,
+    so a ring on ports clocked from one triplet each meets the GXT triplet rule (E335)."""
+    board = (ROOT / "tests/fixtures/bad/boards/s10_triplet.yaml").read_text()
+    board = board.replace("name: s10_triplet", "name: s10_two")
+    ports = board[board.index("ports:"):board.index("source:")]
+    board = board.replace(ports, """ports:
+  qsfp0:
+    kind: serial
+    connector: QSFP28
+    refclk: {freq: 644.53125MHz, site: REFCLK_GXBL1C_CHT}
+    lanes: [{site: GXB1C_CH0}, {site: GXB1C_CH1}, {site: GXB1C_CH3}, {site: GXB1C_CH4}]
+  qsfp1:
+    kind: serial
+    connector: QSFP28
+    refclk: {freq: 644.53125MHz, site: REFCLK_GXBL1D_CHB}
+    lanes: [{site: GXB1D_CH0}, {site: GXB1D_CH1}, {site: GXB1D_CH3}, {site: GXB1D_CH4}]
+""")
+    (tmp_path / "boards").mkdir()
+    (tmp_path / "boards" / "s10_two.yaml").write_text(board)
+    path = tmp_path / "ring.yaml"
+    path.write_text("optnet: 1\nname: ring\ndefaults: {board: s10_two, link: {phy: "
+                    "serial_lite_3, line_rate: 25Gbps, lanes: 2}}\n"
+                    "topology: {kind: ring, nodes: 3}\n")
+    result = lint_file(path)
+    assert result.ok, [str(d) for d in result.diagnostics]
+    ends = {(e.port, e.lanes) for link in result.routed.cluster.links for e in (link.a, link.b)}
+    assert ends == {("qsfp0", (2, 3)), ("qsfp1", (0, 1))}

@@ -14,6 +14,12 @@ A *group* is what shares a PLL and reference clock inputs: a quad of four channe
 Stratix 10 L-/H-tile. Channel sites name the column and the position in it; the group is
 the position divided by the channels per group (``GTXE2_CHANNEL_X1Y25`` is channel 1 of the
 quad at Y = 24..27 of column 1, quad index 6 counting from the bottom).
+
+A Stratix 10 bank is two *triplets* of three channels, each with an ATX PLL, an fPLL and a
+dedicated reference clock pin: the bottom triplet (channels 0-2, pin ``..._CHB``) and the top
+(channels 3-5, ``..._CHT``). GXT channels take their reference clock in the triplet of their
+master ATX PLL (UG-683621 §3.1.1.2), so a Stratix 10 reference clock site names its triplet
+too (:meth:`Transceiver.refclk_at`).
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["GBPS", "TRANSCEIVERS", "Pll", "Site", "Transceiver", "transceiver"]
+__all__ = ["GBPS", "TRANSCEIVERS", "Pll", "RefclkSite", "Site", "Transceiver", "bank_name",
+           "gxt_refclk_site", "transceiver", "triplet_of"]
 
 GBPS = 10**9
 
@@ -78,6 +85,28 @@ class Site:
 
 
 @dataclass(frozen=True)
+class RefclkSite:
+    """Where a reference clock pad is.
+
+    Attributes
+    ----------
+    column, group : int
+        As :class:`Site`'s: the pad's column and the group (quad, bank) it sits in.
+    triplet : int or None
+        Stratix 10: the triplet of the bank whose dedicated pin it is (0 the bottom, channels
+        0-2; 1 the top, channels 3-5); None where a site does not name one.
+    side : str
+        Stratix 10: the side letter as the site wrote it (``L``, ``R`` or ``""``), so a
+        message can name a neighbouring pin in the same spelling.
+    """
+
+    column: int
+    group: int
+    triplet: int | None = None
+    side: str = ""
+
+
+@dataclass(frozen=True)
 class Transceiver:
     """One transceiver type of one device family.
 
@@ -109,7 +138,9 @@ class Transceiver:
         bank letter, channel).
     refclk_site : re.Pattern or None
         Reference clock buffer site (groups ``column``, ``position``: :attr:`refclk_inputs`
-        buffers per group, numbered up the column).
+        buffers per group, numbered up the column). Stratix 10 names the dedicated pin
+        instead (groups ``side``, ``column``, ``bank``, ``triplet``:
+        ``REFCLK_GXBL1C_CHT``).
     source : str
     """
 
@@ -142,12 +173,22 @@ class Transceiver:
         position = int(m["position"])
         return Site(column, position // self.channels, position % self.channels)
 
-    def locate_refclk(self, site: str) -> tuple[int, int] | None:
-        """(column, group) of reference clock buffer ``site``; None for another form."""
+    def refclk_at(self, site: str) -> RefclkSite | None:
+        """Where reference clock ``site`` is (with its triplet on Stratix 10); None for a
+        site of another form."""
         m = self.refclk_site.fullmatch(site) if self.refclk_site else None
         if m is None:
             return None
-        return int(m["column"]), int(m["position"]) // self.refclk_inputs
+        column = int(m["column"])
+        if m.groupdict().get("bank"):
+            return RefclkSite(column, ord(m["bank"]) - ord("C"), "BT".index(m["triplet"]),
+                              m["side"] or "")
+        return RefclkSite(column, int(m["position"]) // self.refclk_inputs)
+
+    def locate_refclk(self, site: str) -> tuple[int, int] | None:
+        """(column, group) of reference clock buffer ``site``; None for another form."""
+        at = self.refclk_at(site)
+        return None if at is None else (at.column, at.group)
 
     def pll(self, name: str) -> Pll:
         """The PLL called ``name``."""
@@ -209,6 +250,21 @@ _FPLL = Pll("fPLL", True, ((6_000_000_000, 14_000_000_000),), Fraction(2), (1, 2
             ((_g(1.0), _g(12.5)),), "UG-683621 fPLL")
 
 
+# Stratix 10 dedicated reference clock pins, two per bank, as Intel's pin-out files name them:
+# REFCLK_GXB<side><column><bank>_CH<B|T><p|n>: side L or R, the column digit of the channel
+# pins (GXBL1C_TX_CH0p; 1 on the left, 4 on the right in the parts seen), bank letter (four
+# banks to a tile, AN 778 §1.1.1), CHB the bottom and CHT the top triplet. The spelling is
+# confirmed by the pin names of a QSF generated from the 1SM21B UF53 pin-out (CERN's
+# mvsoliveira/PCBpy out/1sm21bUF53_U3.tcl, "pin name" comments: REFCLK_GXBL1C_CHBP,
+# REFCLK_GXBL1D_CHTP, REFCLK_GXBR4N_CHTP, beside GXBL1C_TX_CH1P); the family's pin table
+# (683028 Pin Connection Guidelines, "H-Tile and L-Tile Pins") could not be read here. That
+# CHB serves channels 0-2 and CHT channels 3-5 is read from the names and from the bottom and
+# top ATX PLL of a bank in UG-683621 §3.1.1.2, not from a pin table. A site drops the pin's
+# p/n (a trailing P, as that QSF's upper-case names end, is accepted) and may drop the side
+# letter, as the channel sites here do (GXB1C_CH0): the digit is the column either way.
+_REFCLK_S10 = r"REFCLK_GXB(?P<side>[LR])?(?P<column>\d)(?P<bank>[C-N])_CH(?P<triplet>[BT])P?"
+
+
 def _xilinx(kind: str, name: str, families: tuple[str, ...], pattern: str, plls, reach: int,
             buffer: str, source: str) -> Transceiver:
     return Transceiver(name, families, (kind,), "quad", 4, 2, reach, buffer, f"{name}_COMMON",
@@ -238,7 +294,8 @@ TRANSCEIVERS: tuple[Transceiver, ...] = (
     Transceiver("H-tile", ("stratix10",), ("H-tile", "L-tile"), "bank", 6, 2, 0, None, None,
                 (_ATX, _FPLL),
                 re.compile(r"GXB(?P<column>\d)(?P<bank>[C-N])_CH(?P<channel>[0-5])"),
-                None, "UG-683621 Stratix 10 L- and H-Tile Transceiver PHY User Guide; AN 778"),
+                re.compile(_REFCLK_S10),
+                "UG-683621 Stratix 10 L- and H-Tile Transceiver PHY User Guide; AN 778"),
 )
 
 
@@ -249,6 +306,27 @@ GXT_ABOVE = 17_400_000_000
 GXT_PER_BANK = 4
 GXT_CHANNELS = (0, 1, 3, 4)
 ATX_PER_BANK = 2
+
+#: Channels per Stratix 10 triplet (half a bank: one ATX PLL, one fPLL, one dedicated
+#: reference clock pin; UG-683621 ch. 3, AN 778 §1.1.3 "upper triplet", "bottom triplet").
+TRIPLET_CHANNELS = 3
+
+
+def triplet_of(channel: int) -> int:
+    """The triplet of Stratix 10 bank channel ``channel``: 0 the bottom, 1 the top."""
+    return channel // TRIPLET_CHANNELS
+
+
+def bank_name(column: int, group: int) -> str:
+    """A Stratix 10 bank as Intel names it (column 1, group 0: ``1C``)."""
+    return f"{column}{chr(ord('C') + group)}"
+
+
+def gxt_refclk_site(column: int, group: int, triplet: int, side: str = "") -> str:
+    """The dedicated reference clock site of a Stratix 10 triplet (``REFCLK_GXBL1C_CHB``),
+    in the form :attr:`Transceiver.refclk_site` reads."""
+    return f"REFCLK_GXB{side}{bank_name(column, group)}_CH{'BT'[triplet]}"
+
 
 #: Stratix 10 channels above this rate (GXT, and bonded GX from 16 Gb/s) need the
 #: transceiver supplies VCCR_GXB and VCCT_GXB at 1.12 V, declared to Quartus as "1_1V" (AN 778

@@ -24,7 +24,8 @@ E333
 E334
     A quad needs more reference clocks than it has inputs for.
 E335
-    A Stratix 10 bank needs more GXT channels or ATX PLLs than it has.
+    A Stratix 10 bank needs more GXT channels or ATX PLLs than it has, or GXT channels take
+    their reference clock outside the triplet of their master ATX PLL.
 W301
     A Virtex-5 GTP_DUAL tile is shared with a core of more than one lane, which instantiates
     its tiles whole: the ISE project needs the pair merged by hand. (Two one-lane cores share
@@ -46,7 +47,10 @@ from optnet.devices.transceivers import (
     GXT_CHANNELS,
     GXT_PER_BANK,
     Transceiver,
+    bank_name,
+    gxt_refclk_site,
     transceiver,
+    triplet_of,
 )
 from optnet.diagnostics import Finding
 from optnet.spec.models import BoardDesc
@@ -501,8 +505,8 @@ class _Planner:
 
     def plan_banks(self, where, pll) -> tuple[XcvrPlan, list[Finding]]:
         """Stratix 10: GXT channels only on the GXT-capable channels of a bank, at most
-        four per bank, and their ATX PLLs (a board port stands for one bank where the board
-        file gives no sites)."""
+        four per bank, their ATX PLLs (a board port stands for one bank where the board
+        file gives no sites), and their reference clock in the master ATX PLL's triplet."""
         gt, board = self.gt, self.board
         banks: dict[object, list[tuple[LinkPort, int | None]]] = {}
         for p in self.ports:
@@ -543,6 +547,7 @@ class _Planner:
                     "E335", ports[-1], f"Node '{self.node}' needs {atx} ATX PLLs in {what} "
                     f"(one per two GXT channels), which has {ATX_PER_BANK}.",
                     "UG-683621 ATX PLL: two per bank", hint="Spread GXT links over banks.")
+        self.check_gxt_refclk(where, pll)
         out = {p.port: PortXcvr("single", None, pll[p.port] or "", where[p.port],
                                 _refclk_key(board, p)) for p in self.ports}
         pads: dict[str, list[int]] = {}
@@ -552,6 +557,57 @@ class _Planner:
             p for p in self.ports if p.port == v[0])), None, v[0], tuple(v))
             for k, v in pads.items())
         return XcvrPlan(gt.name, out, (), refclks, tuple(self.notes)), self.findings
+
+    def check_gxt_refclk(self, where, pll) -> None:
+        """Stratix 10: the reference clock of GXT channels sits in the triplet of their
+        master ATX PLL (UG-683621 3.1.1.2).
+
+        A GXT link here is clocked the way the ATX count of :meth:`plan_banks` assumes: one
+        transmit ATX PLL per two channels, adjacent to them (no GXT clock buffer ATX), so its
+        master ATX PLL is in a triplet that holds some of its lanes. The reference clock pin
+        must then be in one of those triplets; for lanes in both triplets of a bank either
+        ATX PLL can be the master, so either triplet's pin serves. This is also the pin AN 778
+        §2.1.4 recommends for GXT jitter (a dedicated one in the same bank).
+        """
+        gt, board = self.gt, self.board
+        unchecked = []
+        for p in self.ports:
+            if p.line_rate <= GXT_ABOVE or pll[p.port] != "ATX":
+                continue
+            desc = board.ports[p.board_port]
+            pad = gt.refclk_at(desc.refclk.site) if desc.refclk and desc.refclk.site else None
+            if not where[p.port] or pad is None or pad.triplet is None:
+                unchecked.append(p.name)
+                continue
+            sites = [desc.lanes[lane].site for lane in p.lanes]
+            held: dict[tuple[int, int, int], list[str]] = {}
+            for site in sites:
+                at = gt.locate(site)
+                held.setdefault((at.column, at.group, triplet_of(at.channel)), []).append(site)
+            if (pad.column, pad.group, pad.triplet) in held:
+                continue
+            lanes = " and ".join(
+                f"{', '.join(names)} (the {_TRIPLET[t]} triplet of bank {bank_name(c, g)})"
+                for (c, g, t), names in held.items())
+            pins = " or ".join(gxt_refclk_site(c, g, t, pad.side) for c, g, t in held)
+            self.finding(
+                "E335", p, f"Link port {p.name} of node '{self.node}' runs at "
+                f"{_gbps(p.line_rate)} (GXT) on {lanes}, but its reference clock is "
+                f"{desc.refclk.site}, the {_TRIPLET[pad.triplet]} triplet's pin of bank "
+                f"{bank_name(pad.column, pad.group)}: GXT channels take their reference clock "
+                f"in the triplet of their master ATX PLL, which sits next to them.",
+                "UG-683621 3.1.1.2 Using the ATX PLL for GXT Channels",
+                hint=f"Clock the link from {pins} (the pin of its lanes' triplet), or move "
+                     f"its lanes to the triplet of {desc.refclk.site}.")
+        if unchecked:
+            self.notes.append(
+                f"Board '{board.name}' gives no reference clock pin (REFCLK_GXBL1C_CHT) or no "
+                f"channel sites for the GXT link ports {', '.join(unchecked)}: the rule that "
+                f"their reference clock is in their master ATX PLL's triplet (UG-683621 "
+                f"3.1.1.2) is not checked for them.")
+
+
+_TRIPLET = ("bottom", "top")
 
 
 def _group(g) -> str:

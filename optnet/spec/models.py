@@ -562,7 +562,9 @@ class RefClkDesc(_Model):
     n: Annotated[str, PIN] | None = None
     site: Annotated[str, SITE] | None = None
     """Reference clock buffer site (IBUFDS_GTE2_X1Y12, IBUFDS_GTE4_X0Y21): its quad and
-    MGTREFCLK index, which the vendor IP's reference clock source setting names."""
+    MGTREFCLK index, which the vendor IP's reference clock source setting names.
+    Stratix 10 names the dedicated pin instead (REFCLK_GXBL1C_CHT: bank 1C, top triplet),
+    for the GXT reference clock triplet rule (E335)."""
     drive: list[PinLevelDesc] = Field(default_factory=list, max_length=16)
     """FPGA pins that select or enable this clock's oscillator (frequency select, output
     enable), held at the given levels by every board top that uses the clock."""
