@@ -14,7 +14,9 @@ The instance is built from the port table of the generated module
 (:func:`optnet.emit.stubs.stub_verilog`), so the two cannot disagree; the table describes
 the module of one pinned configuration (:data:`optnet.devices.linkip.IP_SETTINGS`), which
 the project script applies. User word widths are
-:func:`optnet.devices.linkip.user_width_for`.
+:func:`optnet.devices.linkip.user_width_for`. One-lane Virtex-5 cores are the exception:
+optnet wraps their GTP_DUAL tiles itself and instantiates the core's tile and lane-logic
+modules (:func:`optnet.devices.linkip.ip_modules`), so that two links can share a tile.
 """
 
 from __future__ import annotations
