@@ -9,13 +9,16 @@ figure includes start-up, as a user sees it), from an empty output directory:
 - ``full64``: an OPTWEB-style fully connected cluster of 64 FPGAs, one 25 Gb/s SerialLite
   III lane per pair, direct one-hop routing, no link flow control. No shipped board has 63
   transceiver ports, so the benchmark defines one next to the cluster file: a Stratix 10
-  MX card like OPTWEB's with sixteen 4-lane optical modules instead of eight;
+  MX card like OPTWEB's with thirty-two 2-lane optical modules instead of eight 4-lane
+  ones (each module taken to be wired to a transceiver bank of its own: a bank's two ATX
+  PLLs clock two one-lane GXT links, E335);
 - ``torus16x16``: 256 Virtex-5 cards (CusComNet's board) in a 16 x 16 torus over Aurora
   8B/10B, dimension-order routing.
 
 Every node of each cluster has the same hardware role, so each is lowered through Amaranth
-once (:mod:`optnet.emit.roles`), its router in a worker process while the main process
-lowers the rest (each distinct link layer configuration once: :func:`optnet.hw.top.parts`).
+once (:mod:`optnet.emit.roles`), its router (full64, fully connected without link flow
+control: its direct switch) in a worker process while the main process lowers the rest
+(each distinct link layer or direct link configuration once: :func:`optnet.hw.top.parts`).
 Target (the build issue): under 60 s for the 64-node cluster on the 2-core reference
 machine. Peak memory is the build process's maximum resident set size.
 """
@@ -36,7 +39,7 @@ TARGET_S = 60.0
 
 BOARD = """optnet_board: 1
 name: optweb64_card
-description: A Stratix 10 MX card like OPTWEB's with sixteen 4-lane optical modules
+description: A Stratix 10 MX card like OPTWEB's with thirty-two 2-lane optical modules
 vendor: intel
 family: stratix10
 part: 1SM21BHU2F53E1VG
@@ -44,7 +47,7 @@ resources: {alm: 702720, ff: 2810880, bram: {blocks: 6847, size: 20Kib}, dsp: 39
 transceivers: {type: H-tile, max_line_rate: 26.6Gbps}
 ports:
 """ + "".join(f"  optical{i}: {{kind: serial, connector: optical, max_line_rate: 25Gbps, "
-              f"verified: false, lanes: [{{}}, {{}}, {{}}, {{}}]}}\n" for i in range(16)) + """\
+              f"verified: false, lanes: [{{}}, {{}}]}}\n" for i in range(32)) + """\
 source: bench/build_scale.py (hypothetical, for scale only)
 """
 

@@ -15,6 +15,12 @@ burst after 24 full frames' time (the queue, and with it the frames, has grown t
 size) to the first burst 16 full frames' time later, the payload B receives is divided by
 the line bits the lanes carry in that time.
 
+OPTWEB's example is a direct cluster (fully connected, ``flow_control: none``): there, two
+direct switches of one port each, with their direct links, take the link layers' place;
+side A sends back-to-back messages of one size, eager or rendezvous as the plan's
+threshold says, and B's user takes every beat at once. The payload B's user receives over
+200 messages' line time, after 20, is divided by the line bits in that time.
+
 Printed per packet size: the measured payload bits per line bit, the same as a share of the
 line code's payload capacity, and the report's bandwidth model
 (:func:`optnet.report.bandwidth.optnet_packet`) for comparison. Targets (issue 18): on the
@@ -38,6 +44,7 @@ from amaranth.sim import Simulator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from optnet.hw.direct import DirectLink, DirectSwitch  # noqa: E402
 from optnet.hw.link import LinkLayer  # noqa: E402
 from optnet.hw.linkmodel import LinkModel  # noqa: E402
 from optnet.lint import lint_file  # noqa: E402
@@ -70,6 +77,9 @@ class Config:
                     if lk.a.node == node.node or lk.b.node == node.node)
         lp = params.link(link)
         self.stem = stem
+        # a direct node's switch, with one port for the one link measured
+        self.direct = None if node.direct is None else dataclasses.replace(node.direct,
+                                                                           peers=1)
         # (a window other than the plan's, to see what the round trip costs)
         self.link = dataclasses.replace(port.link, window=window) if window else port.link
         self.lanes = len(port.lanes)
@@ -81,8 +91,9 @@ class Config:
         self.latency_s = lp.latency + lp.length_m * params.cable_delay_per_m
         self.params = params
         self.cluster_link = link
+        what = "flit" if self.direct is None else "direct switch beat"
         self.label = (f"{stem}: {port.phy} x{self.lanes} @ {float(self.line_rate) / 1e9:g} "
-                      f"Gb/s, flit {node.fmt.width} b, PHY word {self.link.phy_width} b, "
+                      f"Gb/s, {what} {node.fmt.width} b, PHY word {self.link.phy_width} b, "
                       f"network {float(self.net_hz) / 1e6:g} MHz, PHY "
                       f"{float(self.phy_hz) / 1e6:.4g} MHz, one-way "
                       f"{float(self.latency_s) * 1e9:.0f} ns")
@@ -95,6 +106,8 @@ class Config:
 def measure(cfg: Config, size: int) -> float:
     """Payload bits per line bit of back-to-back ``size``-byte packets (see the module
     docstring)."""
+    if cfg.direct is not None:
+        return _measure_direct(cfg, size)
     link = cfg.link
     width = link.fmt.width
     body = max(1, math.ceil(8 * size / width))
@@ -155,9 +168,68 @@ def measure(cfg: Config, size: int) -> float:
     return result["rate"] / float(cfg.line_bps)
 
 
+def _measure_direct(cfg: Config, size: int) -> float:
+    """Payload bits per line bit of back-to-back ``size``-byte messages between two direct
+    switches (see the module docstring)."""
+    link, switch = cfg.link, cfg.direct
+    beats = max(1, math.ceil(8 * size / switch.width))
+    pd = link.phy_domain
+    m = Module()
+    m.domains += ClockDomain(pd)
+    nodes = []
+    for name in "ab":
+        m.submodules[f"{name}_switch"] = sw = DirectSwitch(switch)
+        m.submodules[f"{name}_link"] = dl = DirectLink(link)
+        m.d.comb += [dl.tx.valid.eq(sw.tx[0].valid), dl.tx.payload.eq(sw.tx[0].payload),
+                     sw.tx[0].ready.eq(dl.tx.ready), sw.rx[0].valid.eq(dl.rx.valid),
+                     sw.rx[0].payload.eq(dl.rx.payload), sw.up[0].eq(dl.up)]
+        nodes.append((sw, dl))
+    (a, a_link), (b, b_link) = nodes
+    sim = Simulator(m)
+    net_period = float(1 / cfg.net_hz)
+    phy_period = float(1 / cfg.phy_hz)
+    sim.add_clock(net_period)
+    sim.add_clock(phy_period, domain=pd, phase=phy_period / 3)
+    latency = max(1, round(float(cfg.latency_s) / phy_period))
+    for tx, rx, up, seed in ((a_link.phy_tx, b_link.phy_rx, a_link.phy_up, 1),
+                             (b_link.phy_tx, a_link.phy_rx, b_link.phy_up, 2)):
+        sim.add_testbench(LinkModel(tx, rx, up, pd, link.phy_width, latency=latency,
+                                    seed=seed).process, background=True)
+    message_s = 8 * size / float(cfg.capacity)
+    start_after = float(20 * message_s + 8 * cfg.latency_s)
+    span = float(200 * message_s)
+    result: dict[str, float] = {}
+
+    async def bench(ctx):
+        sent = 0
+        t0 = payload = None
+        cycle = 0
+        ctx.set(b.m_axis.ready, 1)
+        while "rate" not in result:
+            k = sent % beats
+            ctx.set(a.s_axis.valid, 1)
+            ctx.set(a.s_axis.payload, {"tdata": sent, "tlast": k == beats - 1, "tdest": 0,
+                                       "tuser": beats if k == 0 else 0, "tid": 0})
+            if ctx.get(a.s_axis.ready):
+                sent += 1
+            now = cycle * net_period
+            if t0 is None and now >= start_after:
+                t0, payload = now, 0.0
+            elif t0 is not None and now >= t0 + span:
+                result["rate"] = payload / (now - t0)
+            if t0 is not None and ctx.get(b.m_axis.valid):
+                payload += 8 * size / beats
+            await ctx.tick()
+            cycle += 1
+
+    sim.add_testbench(bench)
+    sim.run()
+    return result["rate"] / float(cfg.line_bps)
+
+
 def modelled(cfg: Config, size: int) -> float:
     """The report's bandwidth model for the same packets, payload bits per line bit."""
-    width = cfg.link.fmt.width
+    width = cfg.link.fmt.width if cfg.direct is None else cfg.direct.width
     beats = max(1, math.ceil(8 * size / width))
     payload, overhead = optnet_packet(cfg.params, cfg.cluster_link, beats, width)
     share = Fraction(8 * size, payload + overhead)

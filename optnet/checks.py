@@ -18,7 +18,7 @@ import networkx as nx
 
 from optnet.cluster import Cluster, Link
 from optnet.diagnostics import Diagnostic
-from optnet.model import endpoint_credits
+from optnet.model import DirectParams, direct_params, endpoint_credits
 from optnet.phys import PARALLEL_REACH, PHYS
 from optnet.spec.names import check_identifier
 from optnet.spec.source import Path, SourceMap
@@ -200,6 +200,9 @@ def _check_endpoints(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
 
 def _check_buffers(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
     net = cluster.desc.network
+    direct = direct_params(cluster)
+    if direct is not None:
+        return _check_direct_buffers(cluster, direct, smap)
     packet = net.max_packet.count * net.flit_width
     ports: dict[str, int] = defaultdict(int)
     for link in cluster.links:
@@ -236,6 +239,29 @@ def _check_buffers(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
             f"{net.router.buffer}, so a blocked packet holds links on several hops.",
             smap.at(("network", "router", "buffer")),
             hint="Make the router buffer at least max_packet deep."))
+    return diags
+
+
+def _check_direct_buffers(cluster: Cluster, direct: DirectParams,
+                          smap: SourceMap) -> list[Diagnostic]:
+    # A direct node's switch holds a receive buffer of words (a beat and its last bit and
+    # endpoint) per peer and one for itself; it has no router, replay buffer or endpoints.
+    word = direct.width + 1 + direct.ep_bits
+    need = len(cluster.nodes) * direct.buffer * word
+    diags = []
+    reported: set[str] = set()
+    for node in cluster.nodes:
+        bram = node.board.resources.bram
+        have = bram.blocks * bram.size.value
+        if need > have and node.board.name not in reported:
+            reported.add(node.board.name)
+            diags.append(Diagnostic(
+                "E113", f"Node '{node.name}' needs {_q(need, Dimension.SIZE)} of buffer "
+                f"(the direct switch's receive buffers, {direct.buffer} words of {word} bits "
+                f"for each of the {len(cluster.nodes)} nodes, itself included), but board "
+                f"'{node.board.name}' has {_q(have, Dimension.SIZE)} of block RAM.",
+                smap.at(("network", "direct", "buffer")),
+                hint="Make network.direct.buffer smaller."))
     return diags
 
 

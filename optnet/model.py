@@ -20,6 +20,15 @@ lone flit waits for on a link at zero load: its frame's header, the flit, and th
 header, which carries the frame's check (:mod:`optnet.frame`), ``2 h + 1`` units at the
 link's unit rate. Streaming, a link carries ``B`` flits per ``B + h`` units. All times are
 exact fractions of a second. The sums over routed paths are in :mod:`optnet.routing.latency`.
+
+A *direct* cluster (:func:`is_direct`: fully connected, ``flow_control: none``) has no router
+and no link layer but OPTWEB's direct switch (:mod:`optnet.hw.direct`), and the same sum
+counts its parts: ``router`` is the switch (a message's first beat to its word on the link,
+and a word from the link to the user: :data:`DIRECT_SWITCH_CYCLES` each), ``link_layer`` the
+two ends' clock crossings and gearboxes (:data:`DIRECT_LINK_CYCLES`), ``hub`` the endpoints'
+multiplexer (:data:`DIRECT_HUB_CYCLES`), and serialisation the PHY words a lone beat waits
+for: the EAGER control word's and its own (:class:`DirectParams`). Streaming, a beat takes
+its data words, and at most one a network cycle (the switch's rate).
 """
 
 from __future__ import annotations
@@ -31,14 +40,16 @@ from fractions import Fraction
 
 from optnet.cluster import Cluster, Link
 from optnet.devices.families import block_table_families
+from optnet.devices.linkip import user_width_for
 from optnet.frame import LinkFrame, link_frame
 from optnet.phys import PHYS
 from optnet.spec.models import EndpointDesc
 
-__all__ = ["ARG_BITS", "COMPONENTS", "ENDPOINT_CREDIT_CYCLES", "HUB_CYCLES",
-           "LINK_LAYER_CYCLES", "MIN_TAG_BITS", "Breakdown", "CreditCheck", "LinkParams",
-           "ModelParams", "arg_bits", "endpoint_credits", "ends", "hop", "hop_times",
-           "model_params"]
+__all__ = ["ARG_BITS", "COMPONENTS", "DIRECT_HUB_CYCLES", "DIRECT_LENGTH_BITS",
+           "DIRECT_LINK_CYCLES", "DIRECT_SWITCH_CYCLES", "ENDPOINT_CREDIT_CYCLES",
+           "HUB_CYCLES", "LINK_LAYER_CYCLES", "MIN_TAG_BITS", "Breakdown", "CreditCheck",
+           "DirectParams", "LinkParams", "ModelParams", "arg_bits", "direct_params",
+           "endpoint_credits", "ends", "hop", "hop_times", "is_direct", "model_params"]
 
 #: Network clock cycles a flit spends in the two link layers of a hop at zero load (the
 #: transmit pipeline, the clock crossings to and from the PHY domain, the frame check, the
@@ -55,6 +66,27 @@ HUB_CYCLES = 1
 #: packets and grant queue, and the sender's budget update. Measured on optnet's Endpoint in
 #: simulation (tests/test_hw_endpoint.py).
 ENDPOINT_CREDIT_CYCLES = 4
+
+#: Network clock cycles of the direct switch (:class:`optnet.hw.direct.DirectSwitch`) each
+#: way: from a message's first beat on its ``s_axis`` to that beat's data word on a port's
+#: ``tx`` (an eager message: the EAGER word goes the cycle before), and from a data word on a
+#: port's ``rx`` to its beat on ``m_axis``. Measured in simulation through a node's
+#: :class:`~optnet.hw.top.NodeTop` (tests/test_hw_direct_node.py).
+DIRECT_SWITCH_CYCLES = 2
+
+#: Network clock cycles the two ends of a direct link add
+#: (:class:`optnet.hw.direct.DirectLink`: the clock crossings into and out of the PHY's
+#: domain, the gearbox at both ends), besides the PHY words the beat waits for (counted
+#: apart as serialisation). Measured as :data:`DIRECT_SWITCH_CYCLES`, with the PHY clock at
+#: the network clock.
+DIRECT_LINK_CYCLES = 4
+
+#: Cycles between an endpoint's stream and the direct switch, each way: none, the
+#: multiplexer of the endpoints is combinational.
+DIRECT_HUB_CYCLES = 0
+
+#: Bits of a direct switch message's length in beats: messages of 1 to 65,535 beats.
+DIRECT_LENGTH_BITS = 16
 
 #: The components of a latency, in the order reports list them.
 COMPONENTS = ("hub", "router", "link_layer", "phy", "serialisation", "cable")
@@ -76,6 +108,91 @@ _WINDOW_SLACK = 16
 def _clog2(value: int) -> int:
     # as optnet.routing.tables.clog2, which this module is below
     return max(1, (value - 1).bit_length())
+
+
+def is_direct(cluster: Cluster) -> bool:
+    """Whether ``cluster`` is built with OPTWEB's direct switch rather than routers and link
+    layers: ``flow_control: none`` and every pair of its nodes joined by exactly one link."""
+    if cluster.desc.network.flow_control != "none":
+        return False
+    n = len(cluster.nodes)
+    if n < 2 or len(cluster.links) != n * (n - 1) // 2:
+        return False
+    pairs = {frozenset((link.a.node, link.b.node)) for link in cluster.links}
+    return len(pairs) == len(cluster.links) and all(len(pair) == 2 for pair in pairs)
+
+
+@dataclass(frozen=True)
+class DirectParams:
+    """The sizes of a direct cluster's switches, as the plan builds them
+    (:class:`optnet.plan.configs.DirectConfig`) and the models count them.
+
+    Attributes
+    ----------
+    width : int
+        Data bits of a switch word: the widest endpoint's beat (every endpoint's beat is
+        one word), at least a control word (:attr:`control_bits`).
+    threshold, buffer : int
+        Eager threshold and receive buffer per peer, in words (``network.direct``, rounded
+        down to whole words; the buffer at least one word).
+    endpoints : int
+        Endpoints per node.
+    """
+
+    width: int
+    threshold: int
+    buffer: int
+    endpoints: int
+
+    @property
+    def arg_bits(self) -> int:
+        """Bits of a control word's argument: a message length or a credit grant."""
+        return max(DIRECT_LENGTH_BITS, self.buffer.bit_length())
+
+    @property
+    def ep_bits(self) -> int:
+        """Bits of the endpoint a message is for (one with a single endpoint)."""
+        return _clog2(self.endpoints)
+
+    @property
+    def control_bits(self) -> int:
+        """Bits of a control word's body: argument, opcode, endpoint."""
+        return self.arg_bits + 2 + self.ep_bits
+
+    def data_words(self, phy_bits: int) -> int:
+        """PHY words of ``phy_bits`` a data word takes on the link."""
+        return -(-self.width // phy_bits)
+
+    def control_words(self, phy_bits: int) -> int:
+        """PHY words of ``phy_bits`` a control word takes: the escape word, then the body
+        behind a marker bit (:class:`optnet.hw.direct.DirectLink`)."""
+        return 1 + -(-(self.control_bits + 1) // phy_bits)
+
+
+def direct_params(cluster: Cluster) -> DirectParams | None:
+    """The direct switch's sizes for ``cluster``, or None if it is not direct
+    (:func:`is_direct`)."""
+    if not is_direct(cluster):
+        return None
+    desc = cluster.desc
+    net = desc.network
+    eps = desc.endpoints
+    endpoints = max(len(eps), 1)
+    widest = max((ep.width for ep in eps), default=net.flit_width)
+    bits = int(net.direct.buffer.value)
+
+    def control_bits(width: int) -> int:
+        return DirectParams(width, 0, max(1, bits // width), endpoints).control_bits
+
+    # A word must hold a control word, whose argument grows with the buffer in words,
+    # which shrinks as the word widens: the narrowest word that holds one.
+    width = widest
+    while control_bits(width) > width:
+        width += 1
+    buffer = max(1, bits // width)
+    threshold = min(int(net.direct.threshold.value) // width, buffer,
+                    (1 << DIRECT_LENGTH_BITS) - 1)
+    return DirectParams(width, threshold, buffer, endpoints)
 
 
 @dataclass(frozen=True)
@@ -129,7 +246,7 @@ class ModelParams:
     cable_delay_per_m : Fraction
         Seconds per metre of cable.
     flit_bits : int
-        Flit width.
+        Flit width; on a direct cluster, the data bits of a switch word (a beat).
     header_bits : int
         Bits of the head flit a packet's header takes.
     vcs, buffer_depth : int
@@ -149,6 +266,14 @@ class ModelParams:
         Per protocol, as the cluster file gives them (else None): PHY latency (s; None: the
         PHY table's at the link's line rate), user-interface rate per lane (bit/s) and a
         measured hop (s).
+    direct : DirectParams or None
+        A direct cluster's switch (:func:`direct_params`); None: routers and link layers.
+    phy_bits : Mapping[int, int]
+        A direct cluster's PHY user word width per link index.
+    node_rate : Fraction or None
+        Bit/s a node's endpoints send at most, all together, and receive: on a direct
+        cluster a switch beat a network cycle (its switch takes one message at a time); None
+        where the model does not limit it (a router's local port is not modelled).
     """
 
     clock: Fraction
@@ -166,6 +291,9 @@ class ModelParams:
     startup: Fraction
     error_rate: float
     phys: Mapping[str, tuple[Fraction | None, Fraction | None, Fraction | None]]
+    direct: DirectParams | None = None
+    phy_bits: Mapping[int, int] = field(default_factory=dict)
+    node_rate: Fraction | None = None
     # (phy, lanes, line rate, length) -> its LinkFrame: thousands of links, few kinds
     _frames: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -212,15 +340,37 @@ class ModelParams:
 
     def flit_time(self, link: Link) -> Fraction:
         """Seconds per flit streaming over ``link``: full frames, ``B`` flits per ``B + h``
-        units."""
+        units. On a direct cluster, per beat: its data words, and at least a network clock
+        cycle (the switch sends a word a cycle)."""
+        if self.direct is not None:
+            words = self.direct.data_words(self.phy_bits[link.index])
+            return max(words * self.word_time(link), 1 / self.clock)
         frame = self.link_frame(link).frame
         return self.unit_time(link) * Fraction(frame.max_flits + frame.header_units,
                                                frame.max_flits)
 
     def serialisation(self, link: Link) -> Fraction:
         """Seconds a lone flit waits on ``link`` at zero load for its units: its frame's
-        header, itself, and the next header, which checks it."""
+        header, itself, and the next header, which checks it. On a direct cluster, a lone
+        beat waits for its message's EAGER control word and its own data words."""
+        if self.direct is not None:
+            bits = self.phy_bits[link.index]
+            words = self.direct.control_words(bits) + self.direct.data_words(bits)
+            return words * self.word_time(link)
         return (2 * self.link_frame(link).frame.header_units + 1) * self.unit_time(link)
+
+    def word_time(self, link: Link) -> Fraction:
+        """Seconds per PHY user word on ``link`` of a direct cluster, at its payload rate."""
+        return Fraction(self.phy_bits[link.index]) / self.link(link).payload_rate
+
+    def stream_rate(self, link: Link) -> Fraction:
+        """User payload bit/s a long transfer gets over ``link``: the payload rate for
+        routers and link layers (whose framing the collectives do not count, as the papers
+        compared with do not); on a direct cluster, a switch word of user data per
+        :meth:`flit_time`."""
+        if self.direct is not None:
+            return self.direct.width / self.flit_time(link)
+        return self.link(link).payload_rate
 
     @staticmethod
     def link_type(link: Link) -> str:
@@ -240,6 +390,18 @@ def model_params(cluster: Cluster) -> ModelParams:
     # the header of optnet.plan.configs.FlitFormat: dst, src, mcast, dst_ep, src_ep, kind, prio, arg
     header = 2 * id_bits + 1 + 2 * ep_bits + 1 + _clog2(net.priorities) + arg_bits(
         desc.endpoints)
+    direct = direct_params(cluster)
+    phy_bits = {}
+    if direct is not None:
+        widths: dict[tuple[str, int, str], int] = {}
+        for link in cluster.links:
+            key = (link.phy, link.lanes, cluster.node(link.a.node).board.family)
+            if key not in widths:
+                try:
+                    widths[key] = user_width_for(*key)
+                except ValueError:      # a core the family lacks: the plan's E301
+                    widths[key] = user_width_for(link.phy, link.lanes)
+            phy_bits[link.index] = widths[key]
     phys = {}
     for name in PHYS:
         given = model.phy.get(name)
@@ -248,14 +410,18 @@ def model_params(cluster: Cluster) -> ModelParams:
         user = given.user_rate.value if given and given.user_rate else None
         hop_ = given.hop.value if given and given.hop else None
         phys[name] = (latency, user, hop_)
+    if direct is None:
+        cycles = (net.router.pipeline + block, LINK_LAYER_CYCLES, HUB_CYCLES)
+    else:
+        cycles = (DIRECT_SWITCH_CYCLES, DIRECT_LINK_CYCLES, DIRECT_HUB_CYCLES)
     return ModelParams(
         clock=net.clock.value,
-        router_cycles=model.router_cycles or net.router.pipeline + block,
+        router_cycles=model.router_cycles or cycles[0],
         link_layer_cycles=(model.link_layer_cycles if model.link_layer_cycles is not None
-                           else LINK_LAYER_CYCLES),
-        hub_cycles=model.hub_cycles if model.hub_cycles is not None else HUB_CYCLES,
+                           else cycles[1]),
+        hub_cycles=model.hub_cycles if model.hub_cycles is not None else cycles[2],
         cable_delay_per_m=model.cable_delay.value,
-        flit_bits=net.flit_width,
+        flit_bits=net.flit_width if direct is None else direct.width,
         header_bits=header,
         vcs=net.vcs,
         buffer_depth=int(net.router.buffer.value),
@@ -265,6 +431,9 @@ def model_params(cluster: Cluster) -> ModelParams:
         startup=model.startup.value,
         error_rate=model.error_rate,
         phys=phys,
+        direct=direct,
+        phy_bits=phy_bits,
+        node_rate=None if direct is None else direct.width * net.clock.value,
     )
 
 

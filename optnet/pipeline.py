@@ -95,6 +95,12 @@ def build_files(routed: Routed, plans: Sequence[NodePlan], inputs: Mapping[str, 
         With ``resources``: when Yosys cannot synthesise a node.
     """
     if bitstream is not None and not any(map(bitstream_capable, plans)):
+        if any(p.direct is not None for p in plans):
+            raise BitstreamError(
+                f"Cluster '{routed.cluster.name}' is built with the direct switch, whose "
+                f"nodes the open flow cannot build yet (their tables are in logic, which "
+                f"ecpbram cannot patch per node); build each node's vendor project in its "
+                f"folder instead.")
         raise BitstreamError(
             f"No node of cluster '{routed.cluster.name}' (of those built) is on a board the "
             f"open flow builds (families: {', '.join(block_table_families())}), so --bitstream "

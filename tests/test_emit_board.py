@@ -315,7 +315,8 @@ def test_board_top_lints_against_the_network_ports(example, tmp_path):
 
 
 @pytest.mark.parametrize("example", ["ulx3s_ring4",
-                                     pytest.param("bluedbm_20", marks=pytest.mark.slow)])
+                                     pytest.param("bluedbm_20", marks=pytest.mark.slow),
+                                     pytest.param("optweb_4", marks=pytest.mark.slow)])
 def test_board_top_lints(example, tmp_path):
     plan, board = _roles(example)[0]
     files = {**role_files(ROOT / "examples" / f"{example}.yaml")[plan.node],
@@ -340,8 +341,12 @@ def test_constraint_golden(example, ext):
     assert path.read_text() == text, f"regenerate with OPTNET_UPDATE_GOLDEN=1: {path}"
 
 
-@pytest.mark.parametrize(("stem", "multicasts"), [("bluedbm_20", False), ("optweb_4", True)])
+@pytest.mark.parametrize(("stem", "multicasts"), [("bluedbm_20", False),
+                                                  ("plasticnet_ring4", True)])
 def test_routers_have_multicast_logic_only_where_the_cluster_broadcasts(stem, multicasts):
     # BlueDBM's network has no broadcast (`broadcast: none`, issue 18): no multicast
-    # logic in its routers; OPTWEB's unicast fan-out is made by the source router.
+    # logic in its routers; a ring's broadcast trees are made by its routers. (OPTWEB's
+    # nodes have no router at all: a direct switch, with which the user sends a message
+    # per peer, as OPTWEB's own collectives do.)
     assert {p.router.multicasts for p, _ in _roles(stem)} == {multicasts}
+    assert {p.router for p, _ in _roles("optweb_4")} == {None}

@@ -32,10 +32,19 @@ def _cells(log: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def sl3_node():
-    # OPTWEB: three SerialLite III ports of one configuration
-    path = ROOT / "examples" / "optweb_4.yaml"
+def sl3_node(tmp_path_factory):
+    # OPTWEB's cluster with link-level flow control, so with a router and link layers: three
+    # SerialLite III ports of one configuration
+    path = tmp_path_factory.mktemp("sl3") / "optweb_credit.yaml"
+    path.write_text((ROOT / "examples" / "optweb_4.yaml").read_text()
+                    + "network: {flow_control: credit}\n")
     return plan(lint_file(path).routed)[0]
+
+
+@pytest.fixture(scope="module")
+def direct_node():
+    # OPTWEB as it is: a direct switch, three direct links of one configuration
+    return plan(lint_file(ROOT / "examples" / "optweb_4.yaml").routed)[0]
 
 
 def test_parts_lowered_once_and_instantiated_per_port(sl3_node):
@@ -55,10 +64,27 @@ def test_parts_lowered_once_and_instantiated_per_port(sl3_node):
     assert text.count("(* top =") == 1
 
 
-def test_router_lowered_in_a_worker_gives_the_same_verilog(sl3_node):
+def test_direct_parts_lowered_once_and_instantiated_per_port(direct_node):
+    # No router: the switch, its direct links once per configuration, and the hub inline.
+    p = direct_node
+    names = parts(p)
+    assert (names.router, names.buffer, names.switch) == (None, None, f"{p.node}.switch")
+    assert list(names.links.values()) == [f"{p.node}.link_cfg0"]
+    text = node_verilog(p)
+    for module, count in ((names.switch, 1), (f"{p.node}.link_cfg0", len(p.ports))):
+        assert len(re.findall(rf"^module \\{re.escape(module)} \(", text, re.M)) == 1
+        assert len(re.findall(rf"^  \\{re.escape(module)}  \w+ \(", text, re.M)) == count
+    assert "router" not in text
+    assert text.count("(* top =") == 1
+
+
+@pytest.mark.parametrize("node", ["sl3_node", "direct_node"])
+def test_router_lowered_in_a_worker_gives_the_same_verilog(node, request):
+    # (on a direct node, the switch)
     from concurrent.futures import ProcessPoolExecutor
+    p = request.getfixturevalue(node)
     with ProcessPoolExecutor(max_workers=1) as pool:
-        assert node_verilog(sl3_node, pool) == node_verilog(sl3_node)
+        assert node_verilog(p, pool) == node_verilog(p)
 
 
 @pytest.mark.slow     # Yosys; the fast tier synthesises the ULX3S node (test_hw_examples)
@@ -104,3 +130,32 @@ def test_a_linked_router_port_must_start_without_credit(sl3_node):
     p = dataclasses.replace(sl3_node, router=dataclasses.replace(sl3_node.router, granted=()))
     with pytest.raises(ValueError, match=r"router port 1 is linked but starts with credit"):
         NodeTop(p)
+
+
+def test_memory_contents_at_once_gives_amaranths_rtlil():
+    # optnet.hw.verilog writes a memory's initial contents as one constant, not bit by bit
+    # as Amaranth does (a minute for a 64-port direct switch's buffers): the same RTLIL.
+    import random
+
+    from amaranth.back import rtlil
+    from amaranth.hdl import Fragment, Module, Signal
+    from amaranth.lib import memory
+
+    from optnet.hw.verilog import memory_contents_at_once
+
+    def design():
+        m = Module()
+        rng = random.Random(1)
+        for i, (width, depth) in enumerate([(1, 5), (7, 3), (33, 17), (259, 4), (64, 1)]):
+            mem = memory.Memory(shape=width, depth=depth,
+                                init=[rng.getrandbits(width) for _ in range(depth)])
+            m.submodules[f"mem{i}"] = mem
+            port = mem.read_port(domain="comb")
+            addr, out = Signal(range(max(depth, 2)), name=f"a{i}"), Signal(width, name=f"o{i}")
+            m.d.comb += [port.addr.eq(addr), out.eq(port.data)]
+        return Fragment.get(m, None)
+
+    plain = rtlil.convert_fragment(design(), [], "top", emit_src=False)[0]
+    with memory_contents_at_once():
+        fast = rtlil.convert_fragment(design(), [], "top", emit_src=False)[0]
+    assert fast == plain and "$meminit_v2" in fast

@@ -538,15 +538,21 @@ def _lower_to_rtlil(plan) -> None:
     from amaranth.back import rtlil
     from amaranth.hdl import ClockDomain, Fragment
 
+    from optnet.hw.direct import DirectLink, DirectSwitch
     from optnet.hw.link import LinkLayer
     from optnet.hw.router import Router
     from optnet.hw.top import SHARED_PHY_DOMAIN, NodeTop, parts
     from optnet.hw.verilog import component_ports
 
     names = parts(plan)
-    components = [(Router(plan.router, buffers=names.buffer), names.router, ["sync"]),
-                  (Router.input_buffer(plan.router), names.buffer, ["sync"])]
-    components += [(LinkLayer(cfg), name, ["sync", SHARED_PHY_DOMAIN])
+    if plan.direct is not None:
+        components = [(DirectSwitch(plan.direct), names.switch, ["sync"])]
+        link = DirectLink
+    else:
+        components = [(Router(plan.router, buffers=names.buffer), names.router, ["sync"]),
+                      (Router.input_buffer(plan.router), names.buffer, ["sync"])]
+        link = LinkLayer
+    components += [(link(cfg), name, ["sync", SHARED_PHY_DOMAIN])
                    for cfg, name in names.links.items()]
     components.append((NodeTop(plan, parts=names), plan.node, []))
     for component, name, domains in components:

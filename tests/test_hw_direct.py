@@ -17,11 +17,21 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import pytest
-from amaranth.hdl import Module
+from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
-from optnet.hw.direct import OP_CREDIT, OP_CTS, OP_EAGER, OP_RTS, DirectConfig, DirectSwitch
+from optnet.hw.direct import (
+    OP_CREDIT,
+    OP_CTS,
+    OP_EAGER,
+    OP_RTS,
+    DirectConfig,
+    DirectLink,
+    DirectSwitch,
+)
 from optnet.hw.verilog import to_verilog
+from optnet.model import DIRECT_SWITCH_CYCLES
+from optnet.plan.configs import DirectLinkConfig
 
 
 def port_to(a: int, b: int) -> int:
@@ -40,6 +50,7 @@ class Message:
     dst: int | None      # None: an invalid tdest (the switch must discard it)
     beats: list[int]
     start: int = 0       # first cycle it may be offered
+    ep: int = 0          # endpoint it is for
 
 
 @dataclass
@@ -91,7 +102,7 @@ def run_cluster(cfg: DirectConfig, messages: list[Message], *, latency: int, phy
     expected = defaultdict(deque)
     for msg in messages:
         if msg.dst is not None:
-            expected[msg.src, msg.dst].append(msg.beats)
+            expected[msg.src, msg.dst].append((msg.ep, msg.beats))
     to_deliver = sum(len(q) for q in expected.values())
     links = [(a, p) for a in range(n) for p in range(cfg.peers)]
     lines = {key: deque() for key in links}         # (due cycle, word)
@@ -102,7 +113,7 @@ def run_cluster(cfg: DirectConfig, messages: list[Message], *, latency: int, phy
     def pack(msg, k):
         dest = cfg.peers if msg.dst is None else port_to(msg.src, msg.dst)
         value = {"tdata": msg.beats[k], "tlast": int(k == len(msg.beats) - 1), "tdest": dest,
-                 "tuser": len(msg.beats) if k == 0 else 0}
+                 "tuser": len(msg.beats) if k == 0 else 0, "tid": msg.ep}
         return sum(value[name] << off for name, (off, _) in s_f.items())
 
     def field_of(word, name):
@@ -184,22 +195,24 @@ def run_cluster(cfg: DirectConfig, messages: list[Message], *, latency: int, phy
                 _check_held(held, dut.m_axis, word, ready, cycle)
                 if not (ready and valid):
                     continue
-                port, tdata, tlast = (field_of(word, f) for f in ("tid", "tdata", "tlast"))
+                port, tdata, tlast, ep = (field_of(word, f)
+                                          for f in ("tid", "tdata", "tlast", "tdest"))
                 a = peer_at(b, port)
                 occupancy[b, a] -= 1
                 run.beats.append((cycle, b, a, tdata))
                 if partial[b] is None:
-                    partial[b] = (port, [])
-                assert partial[b][0] == port, (
-                    f"cycle {cycle}: node {b} interleaves a message from port {port} into one "
-                    f"from port {partial[b][0]}")
-                partial[b][1].append(tdata)
+                    partial[b] = (port, ep, [])
+                assert partial[b][:2] == (port, ep), (
+                    f"cycle {cycle}: node {b} interleaves a message from port {port} for "
+                    f"endpoint {ep} into one from port {partial[b][0]} for {partial[b][1]}")
+                partial[b][2].append(tdata)
                 if tlast:
-                    beats = partial[b][1]
+                    beats = partial[b][2]
                     partial[b] = None
                     assert expected[a, b], f"node {b}: unexpected message from {a}: {beats}"
                     want = expected[a, b].popleft()
-                    assert beats == want, f"node {b} from {a}: got {beats}, expected {want}"
+                    assert (ep, beats) == want, (
+                        f"node {b} from {a}: got {(ep, beats)}, expected {want}")
                     run.delivered[a, b].append(beats)
                     remaining -= 1
             # the switches take beats
@@ -301,14 +314,16 @@ def random_messages(cfg: DirectConfig, rng: random.Random, count: int) -> list[M
                 length = rng.randint(cfg.threshold + 1, max(cfg.threshold + 1, 3 * cfg.buffer))
             if i == count // 2 and cfg.peers < 1 << cfg.peer_bits:
                 b = None
-            out.append(Message(a, b, [rng.getrandbits(cfg.width) for _ in range(length)]))
+            out.append(Message(a, b, [rng.getrandbits(cfg.width) for _ in range(length)],
+                               ep=rng.randrange(cfg.endpoints)))
     return out
 
 
-# (config, link latency, seed): an ordinary buffer; eager threshold == buffer (credit
-# returned beat by beat); the smallest buffers (2 and 1 beats); everything rendezvous.
+# (config, link latency, seed): an ordinary buffer (three endpoints); eager threshold ==
+# buffer (credit returned beat by beat); the smallest buffers (2 and 1 beats); everything
+# rendezvous.
 CASES = [
-    (DirectConfig(width=24, peers=3, threshold=4, buffer=8, phy_width=25), 5, 1),
+    (DirectConfig(width=24, peers=3, threshold=4, buffer=8, phy_width=25, endpoints=3), 5, 1),
     (DirectConfig(width=24, peers=3, threshold=4, buffer=8, phy_width=25), 1, 6),
     (DirectConfig(width=20, peers=3, threshold=6, buffer=6, phy_width=21, max_length_bits=8),
      3, 2),
@@ -369,10 +384,11 @@ def test_eager_skips_the_round_trip(latency):
     assert cfg.decode(word) == (OP_EAGER, 3)
     data, word = _first(trace, 0, 1, t0, is_data)
     assert cfg.decode(word) == (None, 0x111)
-    # Eager: header next cycle, data right behind it, no round trip.
-    assert (header - t0, data - t0) == (1, 2)
+    # Eager: header next cycle, data right behind it, no round trip (the report's model
+    # books the switch's cycles, optnet.model.DIRECT_SWITCH_CYCLES, each way).
+    assert (header - t0, data - t0) == (1, DIRECT_SWITCH_CYCLES)
     # Two cycles from rx to m_axis.
-    assert run.beats[0] == (data + latency + 2, 1, 0, 0x111)
+    assert run.beats[0] == (data + latency + DIRECT_SWITCH_CYCLES, 1, 0, 0x111)
 
     t1 = run.offered[id(rendezvous)]
     rts, word = _first(trace, 0, 1, t1, is_op(OP_RTS))
@@ -428,3 +444,94 @@ def test_batch():
 def test_verilog():
     text = to_verilog(DirectSwitch(DirectConfig(24, 3, 4, 8, 25)), "direct")
     assert "module direct" in text
+
+
+# ----------------------------------------------------------------------------- direct links
+
+def run_link(cfg: DirectLinkConfig, words: list[int], *, latency=3, ready=0.7, seed=0,
+             sync=10e-9, phy=7e-9) -> list[int]:
+    """Send switch ``words`` through one direct link's sending side, a delay line of
+    ``latency`` PHY cycles whose PHY takes a word with probability ``ready``, and another's
+    receiving side; returns the words received."""
+    a, b = DirectLink(cfg), DirectLink(cfg)
+    top = Module()
+    top.submodules.a, top.submodules.b = a, b
+    top.domains += ClockDomain(cfg.phy_domain)
+    sim = Simulator(top)
+    sim.add_clock(sync)
+    sim.add_clock(phy, domain=cfg.phy_domain)
+    rng = random.Random(seed)
+    out = []
+
+    async def line(ctx):
+        pending = deque()
+        ctx.set(a.phy_up, 1)
+        ctx.set(b.phy_up, 1)
+        cycle = 0
+        while True:
+            take = rng.random() < ready
+            ctx.set(a.phy_tx.ready, take)
+            if take and ctx.get(a.phy_tx.valid):
+                pending.append((cycle + latency, ctx.get(a.phy_tx.payload)))
+            if pending and pending[0][0] == cycle:
+                ctx.set(b.phy_rx.payload, pending.popleft()[1])
+                ctx.set(b.phy_rx.valid, 1)
+            else:
+                ctx.set(b.phy_rx.valid, 0)
+            await ctx.tick(cfg.phy_domain)
+            cycle += 1
+
+    async def bench(ctx):
+        k = 0
+        for _ in range(40 * len(words) + 200):
+            if k < len(words):
+                ctx.set(a.tx.valid, 1)
+                ctx.set(a.tx.payload, words[k])
+            else:
+                ctx.set(a.tx.valid, 0)
+            if k < len(words) and ctx.get(a.tx.ready):
+                k += 1
+            if ctx.get(b.rx.valid):
+                out.append(ctx.get(b.rx.payload))
+            await ctx.tick()
+            if len(out) == len(words):
+                break
+
+    sim.add_testbench(line, background=True)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+@pytest.mark.parametrize(("width", "control_bits", "phy_width"), [
+    (256, 18, 128),     # OPTWEB: a beat is two SerialLite III x2 words, a control word two
+    (24, 18, 8),        # a control word's body takes three PHY words, a beat three
+    (20, 18, 32),       # a beat narrower than a PHY word
+    (64, 19, 64),       # a beat of one PHY word: the escape word takes one more
+])
+def test_direct_link_carries_every_word(width, control_bits, phy_width):
+    cfg = DirectLinkConfig(width, control_bits, phy_width, "phy")
+    rng = random.Random(width)
+    escape = cfg.escape
+    words = []
+    for i in range(120):
+        kind = i % 4
+        if kind == 0:       # a control word
+            words.append(1 << width | rng.getrandbits(control_bits))
+        elif kind == 1:     # a data word starting with the escape word
+            low = escape & ((1 << min(width, phy_width)) - 1)
+            words.append(rng.getrandbits(width) >> phy_width << phy_width | low)
+        else:
+            words.append(rng.getrandbits(width))
+    assert run_link(cfg, words, seed=width) == words
+
+
+def test_direct_link_words():
+    # OPTWEB's link: a 256-bit beat is two 128-bit words, a control word the escape word
+    # and its body behind a marker bit; an escaped beat three words.
+    cfg = DirectLinkConfig(256, 18, 128, "phy")
+    assert (cfg.data_words, cfg.control_words) == (2, 2)
+    assert DirectLinkConfig(24, 18, 8, "phy").control_words == 4
+    assert cfg.escape == (0x9E3779B97F4A7C15 << 64 | 0x9E3779B97F4A7C15)
+    with pytest.raises(ValueError, match="control word does not fit"):
+        DirectLinkConfig(16, 18, 8, "phy")

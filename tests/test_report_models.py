@@ -3,13 +3,14 @@ paper's headline numbers (docs/validation.md lists every comparison)."""
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from optnet.lint import lint_file
-from optnet.model import CreditCheck
+from optnet.model import DIRECT_LINK_CYCLES, DIRECT_SWITCH_CYCLES, CreditCheck
 from optnet.plan.configs import LinkConfig
 from optnet.report.bandwidth import (
     channel_overhead,
@@ -52,21 +53,32 @@ def _close(value, target, tolerance):
 # takes 0.15 us of the 0.36 us barrier migration delay, the FPGA the other 0.21 us (§4.3.2)
 # plus 0.03 us for the eager size check; the distributed switch takes about ten 200 MHz
 # cycles; 0.32 us of configuration delay (HBM2 read) before the first flit. Of the 0.24 us
-# in the FPGA, two switches take 20 cycles and the model books serialisation and the 3 m
-# cable apart (21 ns), which leaves 24 cycles.
+# in the FPGA (48 cycles), two switches take 20 cycles and the model books serialisation
+# (the EAGER word's two 128-bit PHY words and the beat's two at 355 MHz, 11 ns) and the
+# 3 m cable (15 ns) apart, which leaves 23 cycles.
 OPTWEB = """\
   startup: 0.32us
   router_cycles: 10
-  link_layer_cycles: 24
+  link_layer_cycles: 23
   hub_cycles: 0
+  phy: {serial_lite_3: {latency: 0.15us, user_rate: 22.72Gbps}}
+"""
+
+# The same cluster with optnet's own direct switch: its measured cycles
+# (optnet.model.DIRECT_*), the paper's SL3 figures and start-up.
+OPTWEB_OWN = """\
+  startup: 0.32us
   phy: {serial_lite_3: {latency: 0.15us, user_rate: 22.72Gbps}}
 """
 
 
 @pytest.fixture(scope="module")
 def optweb(tmp_path_factory):
+    # OPTWEB's M_DMAC streams a DMA per peer into its distributed switch, so a node sends
+    # on all its links at once: no limit per node (node_rate None). optnet's direct switch
+    # takes a node's messages one at a time (test_optweb_with_optnets_own_direct_switch).
     routed = _routed(tmp_path_factory.mktemp("optweb"), "optweb_4", OPTWEB)
-    return routed, model_params(routed.cluster)
+    return routed, dataclasses.replace(model_params(routed.cluster), node_rate=None)
 
 
 def test_optweb_link_bandwidth_is_45_gbps(optweb):
@@ -96,6 +108,31 @@ def test_optweb_start_up_latency_and_multipath(optweb):
     assert _close(multipath_rate(8, link), 180 * GBPS, 0.02)
     barrier = collective(routed, params, "barrier")
     assert barrier.per_bit == 0 and barrier.startup == startup
+
+
+def test_optweb_with_optnets_own_direct_switch(tmp_path):
+    # docs/validation.md: optnet's switch and direct links take 2 + 2 + 4 cycles where the
+    # paper's FPGA takes about 68 (two switches of about ten and 0.24 us of link logic), so
+    # the start-up latency is 0.18 us under the paper's; the bandwidth is the same, as a beat
+    # of 256 bits is exactly two of SerialLite III's 128-bit words.
+    routed = _routed(tmp_path, "optweb_4", OPTWEB_OWN)
+    params = model_params(routed.cluster)
+    assert params.direct is not None
+    link = routed.cluster.links[0]
+    one = hop(params, link)
+    assert (one.parts["router"], one.parts["link_layer"]) == (
+        params.cycles(DIRECT_SWITCH_CYCLES), params.cycles(DIRECT_LINK_CYCLES))
+    # serialisation: the EAGER word (the escape word and the body) and the beat (two words)
+    assert one.parts["serialisation"] == 4 * Fraction(128, 2 * 64 * 355 * 10**6)
+    startup = collective(routed, params, "sendrecv").startup
+    assert round(float(startup / US), 3) == 0.536
+    assert params.stream_rate(link) == 2 * 64 * 355 * 10**6
+    assert _close(collective(routed, params, "sendrecv").node_rate(), 90 * GBPS, 0.02)
+    # ... but the switch sends (and delivers) a beat of 256 bits a 200 MHz cycle: 51.2 Gb/s
+    # out of a node and as much in, where OPTWEB's one DMA per peer fills every link
+    assert params.node_rate == 256 * 200 * 10**6
+    assert collective(routed, params, "scatter").node_rate() == params.node_rate
+    assert collective(routed, params, "alltoall").node_rate() == 2 * params.node_rate
 
 
 # ----------------------------------------------------------------------------- PlasticNet+
@@ -429,6 +466,17 @@ def test_model_frame_and_header_are_the_hardwares(example):
     params = model_params(routed.cluster)
     node = plan(routed)[0]
     links = [lk for lk in routed.cluster.links if node.node in (lk.a.node, lk.b.node)]
+    if node.direct is not None:
+        # a direct node: the model's switch and PHY words are the plan's
+        sizes, cfg = params.direct, node.direct
+        assert (sizes.width, sizes.threshold, sizes.buffer, sizes.endpoints) == (
+            cfg.width, cfg.threshold, cfg.buffer, cfg.endpoints)
+        assert sizes.control_bits == cfg.control.size
+        assert {(port.link.data_words, port.link.control_words) for port in node.ports} == {
+            (sizes.data_words(params.phy_bits[lk.index]),
+             sizes.control_words(params.phy_bits[lk.index])) for lk in links}
+        assert params.router_cycles == DIRECT_SWITCH_CYCLES
+        return
     assert {(port.link.frame, port.link.window_size) for port in node.ports} == {
         (params.link_frame(lk).frame, params.link_frame(lk).entries) for lk in links}
     assert params.header_bits == node.fmt.header_bits

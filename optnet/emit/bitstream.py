@@ -101,8 +101,10 @@ class PlacedRole:
 
 
 def bitstream_capable(plan: NodePlan) -> bool:
-    """Whether the open flow can build ``plan``'s node (and patch its tables)."""
-    return plan.family in block_table_families() and plan.router.block_tables
+    """Whether the open flow can build ``plan``'s node (and patch its tables). Not a direct
+    node: its tables are in logic, which ecpbram cannot patch."""
+    return (plan.family in block_table_families() and plan.router is not None
+            and plan.router.block_tables)
 
 
 def placeholders(plan: NodePlan) -> dict[str, list[int]]:

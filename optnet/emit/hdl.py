@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from optnet.emit.stubs import PRIMITIVES, port_stub, primitive_stubs
 from optnet.emit.writer import write_into
 from optnet.hw.cdc import synchronizer_platform
+from optnet.hw.direct import DirectLink, DirectSwitch
 from optnet.hw.link import LinkLayer
 from optnet.hw.router import Router
 from optnet.hw.top import SHARED_PHY_DOMAIN, NodeTop, parts
@@ -22,10 +23,13 @@ __all__ = ["lower_router", "node_files", "node_verilog", "one_per_role", "write_
 
 def lower_router(plan: NodePlan) -> Lowered:
     """``plan``'s router lowered on its own, as module ``<node>.router``; it instantiates its
-    input buffer (:func:`node_verilog` lowers that)."""
+    input buffer (:func:`node_verilog` lowers that). On a direct node, its direct switch, as
+    module ``<node>.switch``."""
     names = parts(plan)
-    return lower(Router(plan.router, buffers=names.buffer), names.router, ["sync"],
-                 synchronizer_platform(plan.vendor))
+    platform = synchronizer_platform(plan.vendor)
+    if plan.direct is not None:
+        return lower(DirectSwitch(plan.direct), names.switch, ["sync"], platform)
+    return lower(Router(plan.router, buffers=names.buffer), names.router, ["sync"], platform)
 
 
 def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
@@ -33,10 +37,12 @@ def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
     submodules, then the parts it instantiates (:func:`optnet.hw.top.parts`): the router
     ``<node>.router``, its input buffer ``<node>.router_buf`` (one module for all ports) and
     one module ``<node>.link_cfg<k>`` per distinct link layer configuration. Lowering each
-    once rather than once per port is what keeps a node with 63 links quick to build.
+    once rather than once per port is what keeps a node with 63 links quick to build. A
+    direct node's parts are its switch ``<node>.switch`` and one module
+    ``<node>.link_cfg<k>`` per distinct direct link configuration.
 
-    With ``executor``, the router (for a 64-port router, most of the work) is lowered there
-    while the rest is lowered here.
+    With ``executor``, the router (for a 64-port router, most of the work) or the direct
+    switch is lowered there while the rest is lowered here.
 
     Every part is elaborated for the node's vendor
     (:func:`optnet.hw.cdc.synchronizer_platform`): the synchroniser flip-flops of the link
@@ -45,8 +51,10 @@ def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
     names = parts(plan)
     platform = synchronizer_platform(plan.vendor)
     router = executor.submit(lower_router, plan) if executor else None
-    shared = [lower(Router.input_buffer(plan.router), names.buffer, ["sync"], platform)]
-    shared += [lower(LinkLayer(cfg), name, ["sync", SHARED_PHY_DOMAIN], platform)
+    shared = [] if plan.direct is not None else [
+        lower(Router.input_buffer(plan.router), names.buffer, ["sync"], platform)]
+    link = LinkLayer if plan.direct is None else DirectLink
+    shared += [lower(link(cfg), name, ["sync", SHARED_PHY_DOMAIN], platform)
                for cfg, name in names.links.items()]
     top = to_verilog(NodeTop(plan, parts=names), plan.node, platform=platform)
     router = router.result() if router else lower_router(plan)

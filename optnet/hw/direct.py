@@ -6,13 +6,14 @@ destination (the link is the destination) and, as in OPTWEB, no link layer: no
 retransmission and no link-level credits. The PHY's ECC is trusted, and overflow is
 prevented end to end, by message-level credit per destination.
 
-Link words
+Port words
 ----------
-A PHY word is ``width + 1`` bits: the top bit is OPTWEB's "data active" distinction made
-per word, ``0`` for a data word (the low ``width`` bits are one beat of user data) and ``1``
-for a control word. A control word holds ``op`` above an ``arg`` of
-:attr:`DirectConfig.arg_bits` bits (low bits), so ``width`` must be at least
-``arg_bits + 2``::
+A word on a switch port is ``width + 1`` bits: the top bit is OPTWEB's "data active"
+distinction made per word, ``0`` for a data word (the low ``width`` bits are one beat of
+user data) and ``1`` for a control word. A control word holds an ``arg`` of
+:attr:`DirectConfig.arg_bits` bits (low bits), ``op`` and, for EAGER and RTS, the endpoint
+``ep`` the message is for (:attr:`DirectConfig.ep_bits`), so ``width`` must be at least
+``arg_bits + 2 + ep_bits``::
 
     EAGER(n)   sender -> receiver   an eager message of n beats follows
     RTS(n)     sender -> receiver   request to send a rendezvous message of n beats
@@ -72,134 +73,40 @@ credit they carried (there is no link layer to recover; OPTWEB relies on the PHY
 while ``up`` is low nothing is sent on it, and a message to that peer waits. A message
 waiting for credit or a CTS holds up the messages behind it on ``s_axis``, even to other
 peers.
+
+On a node
+---------
+:class:`~optnet.hw.top.NodeTop` builds a direct node from its plan
+(:attr:`optnet.plan.NodePlan.direct`): the switch, whose ports are the node's links in port
+order and a last one looped back to itself (so a node's messages to itself go through it
+too, a cycle of loop); a :class:`DirectLink` per link, which carries the port's words over
+the PHY's user words (of another width, in another clock domain); and a
+:class:`DirectHub`, which joins the endpoints to the switch, turns a destination node id
+into the port that leads to it and a port back into the source node id. The endpoints'
+streams are the switch's, with node ids: ``tdest`` the destination node, ``tuser`` the
+message's length in beats on its first beat (:func:`~optnet.hw.endpoint.axis_tx_layout`),
+``tid`` on ``m_axis`` the source node. A node adds no cycle to the switch's but its direct
+links' (:data:`optnet.model.DIRECT_LINK_CYCLES`, measured in
+``tests/test_hw_direct_node.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import cdc, data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.alloc import RoundRobin
-from optnet.plan.configs import clog2
+from optnet.plan.configs import DirectConfig, DirectLinkConfig
 
-__all__ = ["OP_CREDIT", "OP_CTS", "OP_EAGER", "OP_RTS", "DirectConfig", "DirectSwitch"]
+__all__ = ["OP_CREDIT", "OP_CTS", "OP_EAGER", "OP_RTS", "DirectConfig", "DirectHub",
+           "DirectLink", "DirectSwitch"]
 
 #: Control word opcodes (see the module docstring).
 OP_EAGER = 0
 OP_RTS = 1
 OP_CTS = 2
 OP_CREDIT = 3
-
-
-@dataclass(frozen=True)
-class DirectConfig:
-    """Parameters of one direct switch.
-
-    Attributes
-    ----------
-    width : int
-        User data bits per beat.
-    peers : int
-        Links, one per other node (``N - 1``); port ``i`` connects to the ``i``-th peer.
-    threshold : int
-        Messages of at most this many beats go eager, longer ones rendezvous (0: all
-        rendezvous).
-    buffer : int
-        Receive buffer per peer, in beats; at least ``threshold`` (an eager message must fit).
-    phy_width : int
-        Bits per PHY word: ``width + 1`` (a data/control bit above the data).
-    max_length_bits : int
-        Width of the message length in ``tuser``; messages are 1 to
-        ``2**max_length_bits - 1`` beats.
-    """
-
-    width: int
-    peers: int
-    threshold: int
-    buffer: int
-    phy_width: int
-    max_length_bits: int = 16
-
-    def __post_init__(self):
-        if self.peers < 1:
-            raise ValueError(f"a direct switch needs at least one peer, not {self.peers}")
-        if self.width < 1:
-            raise ValueError(f"the data width must be at least 1 bit, not {self.width}")
-        if self.max_length_bits < 1:
-            raise ValueError("max_length_bits must be at least 1")
-        if self.threshold < 0:
-            raise ValueError(f"the eager threshold cannot be negative ({self.threshold})")
-        if self.buffer < 1:
-            raise ValueError(f"the receive buffer must hold at least one beat, not {self.buffer}")
-        if self.buffer < self.threshold:
-            raise ValueError(f"the receive buffer ({self.buffer} beats) is smaller than the "
-                             f"eager threshold ({self.threshold} beats); an eager message "
-                             f"must fit in it")
-        if self.threshold >= 1 << self.max_length_bits:
-            raise ValueError(f"the eager threshold {self.threshold} does not fit "
-                             f"{self.max_length_bits} length bits")
-        if self.phy_width != self.width + 1:
-            raise ValueError(f"phy_width must be width + 1 = {self.width + 1} (one data/control "
-                             f"bit above the data), not {self.phy_width}")
-        if self.width < self.arg_bits + 2:
-            raise ValueError(f"a {self.width}-bit word cannot hold a control word (2-bit opcode "
-                             f"and a {self.arg_bits}-bit length or credit); use a wider word "
-                             f"or fewer max_length_bits")
-
-    @property
-    def peer_bits(self) -> int:
-        """Bits of ``tdest``/``tid``."""
-        return clog2(self.peers)
-
-    @property
-    def arg_bits(self) -> int:
-        """Bits of a control word's argument: a message length or a credit grant."""
-        return max(self.max_length_bits, self.buffer.bit_length())
-
-    @property
-    def batch(self) -> int:
-        """Freed beats a receiver collects before it returns them in one CREDIT word.
-
-        Half the threshold or a quarter of the buffer, whichever is larger, but at most
-        ``buffer - threshold + 1`` (the bound that keeps waiting senders live, see the
-        module docstring); so a buffer of at least ``threshold * 3 / 2`` returns credit in
-        batches of at least ``threshold / 2``, and ``buffer == threshold`` one by one.
-        """
-        return max(1, min(max(self.threshold // 2, self.buffer // 4),
-                          self.buffer - self.threshold + 1))
-
-    @property
-    def control(self) -> data.StructLayout:
-        """Layout of the low bits of a control word."""
-        return data.StructLayout({"arg": self.arg_bits, "op": 2})
-
-    @property
-    def s_axis_layout(self) -> data.StructLayout:
-        """``tdest`` = port (peer index); ``tuser`` = message length in beats, first beat."""
-        return data.StructLayout({"tdata": self.width, "tlast": 1, "tdest": self.peer_bits,
-                                  "tuser": self.max_length_bits})
-
-    @property
-    def m_axis_layout(self) -> data.StructLayout:
-        """``tid`` = port the message came in on."""
-        return data.StructLayout({"tdata": self.width, "tlast": 1, "tid": self.peer_bits})
-
-    # -- the word format as integers, for models and tests ----------------------------------
-
-    def control_word(self, op: int, arg: int) -> int:
-        return 1 << self.width | op << self.arg_bits | arg
-
-    def data_word(self, value: int) -> int:
-        return value & ((1 << self.width) - 1)
-
-    def decode(self, word: int) -> tuple[int | None, int]:
-        """``(op, arg)`` of a control word, ``(None, data)`` of a data word."""
-        if not word >> self.width & 1:
-            return None, word & ((1 << self.width) - 1)
-        return word >> self.arg_bits & 3, word & ((1 << self.arg_bits) - 1)
 
 
 class DirectSwitch(wiring.Component):
@@ -209,24 +116,33 @@ class DirectSwitch(wiring.Component):
     -------
     s_axis : In(stream.Signature(DirectConfig.s_axis_layout))
         Messages to send: beats to ``tlast``; the first beat's ``tuser`` is the length in
-        beats, which must match ``tlast`` (the switch frames by the length). A message
-        with ``tdest >= peers`` or length 0 is discarded up to its ``tlast``.
+        beats, which must match ``tlast`` (the switch frames by the length), its ``tid``
+        the endpoint the message is for. A message with ``tdest >= peers`` or length 0 is
+        discarded up to its ``tlast``.
     m_axis : Out(stream.Signature(DirectConfig.m_axis_layout))
-        Messages received, whole and in order per source; ``tid`` = port.
+        Messages received, whole and in order per source; ``tid`` = port, ``tdest`` =
+        endpoint.
     tx : Out(stream.Signature(unsigned(phy_width))).array(peers)
         Words to each peer's PHY; ``valid`` is OPTWEB's per-cycle "data active".
     rx : In(stream.Signature(unsigned(phy_width), always_ready=True)).array(peers)
         Words from each peer's PHY; every word is taken.
     up : In(1).array(peers)
         Link usable; nothing is sent on a link that is down.
-    sent_messages, received_messages : Out(16)
-        Messages sent on ``tx`` and delivered on ``m_axis`` (wrap around).
+    sent_messages, received_messages, discarded : Out(16)
+        Messages sent on ``tx``, delivered on ``m_axis`` and discarded from ``s_axis``
+        (wrap around).
     """
 
     def __init__(self, config: DirectConfig):
         self.config = config
+        super().__init__(self.signature_of(config))
+
+    @staticmethod
+    def signature_of(config: DirectConfig) -> wiring.Signature:
+        """The signature of a direct switch of ``config`` (for
+        :func:`~optnet.hw.verilog.instantiate`)."""
         c = config
-        super().__init__({
+        return wiring.Signature({
             "s_axis": In(stream.Signature(c.s_axis_layout)),
             "m_axis": Out(stream.Signature(c.m_axis_layout)),
             "tx": Out(stream.Signature(unsigned(c.phy_width))).array(c.peers),
@@ -234,6 +150,7 @@ class DirectSwitch(wiring.Component):
             "up": In(1).array(c.peers),
             "sent_messages": Out(16),
             "received_messages": Out(16),
+            "discarded": Out(16),
         })
 
     def elaborate(self, platform):
@@ -241,14 +158,14 @@ class DirectSwitch(wiring.Component):
         c = self.config
         P, W, B = c.peers, c.width, c.buffer
         word = data.StructLayout({"body": W, "ctrl": 1})
-        beat = data.StructLayout({"tdata": W, "tlast": 1})
+        beat = data.StructLayout({"tdata": W, "tlast": 1, "ep": c.ep_bits})
 
-        def control(op, arg):
-            # arg zero-extended to arg_bits, op, padding, and the control bit on top
-            arg = Value.cast(arg)
+        def control(op, arg, ep=0):
+            # arg zero-extended to arg_bits, op, endpoint, padding, and the control bit on top
+            arg, ep = Value.cast(arg), Value.cast(ep)[:c.ep_bits]
             op = Const(op, 2) if isinstance(op, int) else op
-            return Cat(arg, Const(0, c.arg_bits - len(arg)), op,
-                       Const(0, W - c.arg_bits - 2), Const(1, 1))
+            return Cat(arg, Const(0, c.arg_bits - len(arg)), op, ep,
+                       Const(0, c.ep_bits - len(ep)), Const(0, W - c.control.size), Const(1, 1))
 
         # -- per link: output queue, credit, receive buffer --------------------------------
         # The output queue (two words: full rate) keeps the PHY's ready off every path to
@@ -282,6 +199,7 @@ class DirectSwitch(wiring.Component):
             w = data.View(word, rx.payload)
             cw = data.View(c.control, w.body[:c.control.size])
             remaining = Signal(c.max_length_bits, name=f"rx_rem{i}")
+            ep = Signal(c.ep_bits, name=f"rx_ep{i}")        # the message's endpoint
             gain = Signal(c.arg_bits, name=f"gain{i}")
             rts, cts = Signal(name=f"rts{i}"), Signal(name=f"cts{i}")
             is_ctl = rx.valid & w.ctrl
@@ -289,10 +207,10 @@ class DirectSwitch(wiring.Component):
             m.d.comb += [rts.eq(is_ctl & (cw.op == OP_RTS)), cts.eq(is_ctl & (cw.op == OP_CTS)),
                          gain.eq(Mux(is_ctl & cw.op[1], cw.arg, 0))]
             with m.If(is_ctl & ((cw.op == OP_EAGER) | (cw.op == OP_RTS))):
-                m.d.sync += remaining.eq(cw.arg)
+                m.d.sync += [remaining.eq(cw.arg), ep.eq(cw.ep)]
             with m.If(rx.valid & ~w.ctrl):
                 # Credit guarantees room: this write is never refused.
-                m.d.comb += [buf.w_en.eq(1), buf.w_data.eq(Cat(w.body, remaining == 1))]
+                m.d.comb += [buf.w_en.eq(1), buf.w_data.eq(Cat(w.body, remaining == 1, ep))]
                 m.d.sync += remaining.eq(remaining - 1)
             m.d.sync += credit[i].eq(credit[i] + gain - spend[i])
             with m.If(cts):
@@ -333,14 +251,16 @@ class DirectSwitch(wiring.Component):
                         m.next = "DISCARD"
                     with m.Elif(length <= c.threshold):
                         # credit for the whole message up front: it never stalls midway
-                        m.d.comb += [out.eq(control(OP_EAGER, length)), cost.eq(length),
+                        m.d.comb += [out.eq(control(OP_EAGER, length, user.tid)),
+                                     cost.eq(length),
                                      write.eq((credits[user.tdest] >= length)
                                               & oks[user.tdest])]
                         with m.If(write):
                             m.d.sync += [dst.eq(user.tdest), remaining.eq(length)]
                             m.next = "EAGER"
                     with m.Else():
-                        m.d.comb += [out.eq(control(OP_RTS, length)), write.eq(oks[user.tdest])]
+                        m.d.comb += [out.eq(control(OP_RTS, length, user.tid)),
+                                     write.eq(oks[user.tdest])]
                         with m.If(write):
                             m.d.sync += [dst.eq(user.tdest), remaining.eq(length)]
                             m.next = "RENDEZVOUS"
@@ -364,6 +284,7 @@ class DirectSwitch(wiring.Component):
             with m.State("DISCARD"):
                 m.d.comb += self.s_axis.ready.eq(1)
                 with m.If(self.s_axis.valid & user.tlast):
+                    m.d.sync += self.discarded.eq(self.discarded + 1)
                     m.next = "IDLE"
         for i in range(P):
             mine = write & (port == i)
@@ -391,6 +312,7 @@ class DirectSwitch(wiring.Component):
             self.m_axis.payload.tdata.eq(head.tdata),
             self.m_axis.payload.tlast.eq(head.tlast),
             self.m_axis.payload.tid.eq(sel),
+            self.m_axis.payload.tdest.eq(head.ep),
         ]
         fire = self.m_axis.valid & self.m_axis.ready
         for i in range(P):
@@ -404,4 +326,298 @@ class DirectSwitch(wiring.Component):
             m.d.sync += locked.eq(0)
         with m.If(fire & head.tlast):
             m.d.sync += self.received_messages.eq(self.received_messages + 1)
+        return m
+
+
+class DirectLink(wiring.Component):
+    """One port of a direct switch on its PHY: the switch's words cross into the PHY's user
+    clock domain and go out as PHY user words; the PHY's words are gathered into switch
+    words again and cross back.
+
+    A switch word is ``width + 1`` bits and a PHY word ``phy_width``; ``width`` is usually a
+    multiple of ``phy_width`` (a 256-bit beat on a 128-bit SerialLite III x2 word), so the
+    data/control bit does not fit in the PHY words a beat's data fills. It is not sent: a
+    data word goes as its ``k = ceil(width / phy_width)`` data pieces, and everything else
+    starts with the escape word ``E`` (:attr:`~optnet.plan.configs.DirectLinkConfig.escape`)
+    followed by a marker bit, ``1`` for a control word, whose body follows the marker, and
+    ``0`` for a data word whose first piece happens to equal ``E``::
+
+        data word, first piece != E     d0 d1 ... d(k-1)
+        data word, first piece == E     E 0 d1 ... d(k-1)
+        control word                    E (body << 1 | 1), in PHY words
+
+    So data keeps the PHY's whole rate (a beat of random data needs one word more once in
+    ``2 ** phy_width`` beats), and a control word takes one word more than its body needs. The
+    receiver tells words apart by what they start with; it starts again at a word boundary
+    whenever the link is down, and so does the sender, which sends a word cut short by the
+    link going down again whole.
+
+    The switch side is in ``sync``, the PHY side in ``config.phy_domain``; the words cross
+    in :class:`~amaranth.lib.fifo.AsyncFIFO` s of ``config.depth`` switch words. The sender
+    and the receiver of PHY words run in the PHY's domain, so a beat of ``k`` PHY words
+    takes ``k`` PHY clock cycles, not ``k`` network clock cycles. The receiving side has no
+    back-pressure (neither has the PHY, nor OPTWEB's link): the switch takes a word every
+    network cycle, so the receiving FIFO never fills as long as words arrive no faster than
+    the far switch, on its own network clock, sends them.
+
+    Members
+    -------
+    tx : In(stream.Signature(unsigned(width + 1)))
+        Switch words to send (``sync``).
+    rx : Out(stream.Signature(unsigned(width + 1), always_ready=True))
+        Switch words received (``sync``).
+    up : Out(1)
+        The PHY's ``up``, synchronised to ``sync``.
+    phy_tx : Out(stream.Signature(phy_width))
+    phy_rx : In(stream.Signature(phy_width, always_ready=True))
+    phy_up : In(1)
+        The PHY side (``config.phy_domain``), as :class:`~optnet.hw.phy.PhyInterface`.
+    """
+
+    def __init__(self, config: DirectLinkConfig):
+        self.config = config
+        super().__init__(self.signature_of(config))
+
+    @staticmethod
+    def signature_of(config: DirectLinkConfig) -> wiring.Signature:
+        """The signature of a direct link of ``config`` (for
+        :func:`~optnet.hw.verilog.instantiate`)."""
+        word = unsigned(config.width + 1)
+        return wiring.Signature({
+            "tx": In(stream.Signature(word)),
+            "rx": Out(stream.Signature(word, always_ready=True)),
+            "up": Out(1),
+            "phy_tx": Out(stream.Signature(config.phy_width)),
+            "phy_rx": In(stream.Signature(config.phy_width, always_ready=True)),
+            "phy_up": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self.config
+        W, P, pd = c.width, c.phy_width, c.phy_domain
+        k, j = c.data_words, c.control_words - 1       # data pieces, control body words
+        escape = Const(c.escape, P)
+        word = data.StructLayout({"body": W, "ctrl": 1})
+
+        # -- send: one switch word at a time, a PHY word a PHY cycle --------------------------
+        m.submodules.tx_fifo = txf = fifo.AsyncFIFO(width=W + 1, depth=c.depth,
+                                                    w_domain="sync", r_domain=pd)
+        m.d.comb += [txf.w_data.eq(self.tx.payload), txf.w_en.eq(self.tx.valid),
+                     self.tx.ready.eq(txf.w_rdy)]
+        head = data.View(word, txf.r_data)
+        pieces = Cat(head.body, Const(0, k * P - W))
+        body = Cat(Const(1, 1), head.body[:c.control_bits], Const(0, j * P - c.control_bits - 1))
+        d = [pieces[i * P:(i + 1) * P] for i in range(k)]
+        b = [body[i * P:(i + 1) * P] for i in range(j)]
+        esc = Signal()          # a data word whose first piece is the escape word
+        m.d.comb += esc.eq(~head.ctrl & (d[0] == escape))
+        index = Signal(range(max(k, j) + 1))      # PHY word of the switch word being sent
+        last = Signal()
+        out = self.phy_tx.payload
+        m.d.comb += last.eq(Mux(head.ctrl, index == j, Mux(esc, index == k, index == k - 1)))
+        with m.Switch(index):
+            with m.Case(0):
+                # (an escaped data word's first piece is the escape word itself)
+                m.d.comb += out.eq(Mux(head.ctrl, escape, d[0]))
+            for i in range(1, max(k, j) + 1):
+                with m.Case(i):
+                    control = b[i - 1] if i <= j else 0
+                    escaped = 0 if i == 1 else d[i - 1] if i <= k else 0
+                    plain = d[i] if i < k else 0
+                    m.d.comb += out.eq(Mux(head.ctrl, control, Mux(esc, escaped, plain)))
+        m.d.comb += self.phy_tx.valid.eq(txf.r_rdy & self.phy_up)
+        with m.If(~self.phy_up):
+            m.d[pd] += index.eq(0)
+        with m.Elif(self.phy_tx.valid & self.phy_tx.ready):
+            with m.If(last):
+                m.d.comb += txf.r_en.eq(1)
+                m.d[pd] += index.eq(0)
+            with m.Else():
+                m.d[pd] += index.eq(index + 1)
+
+        # -- receive: gather PHY words into switch words -------------------------------------
+        m.submodules.rx_fifo = rxf = fifo.AsyncFIFO(width=W + 1, depth=c.depth,
+                                                    w_domain=pd, r_domain="sync")
+        first, marker, pieces_, control_ = range(4)    # what the next PHY word is
+        state = Signal(2, init=first)
+        at = Signal(range(max(k, j) + 1))              # its piece or body word
+        slots = [Signal(P, name=f"slot{i}") for i in range(max(k, j) - 1)]
+        w, valid = self.phy_rx.payload, self.phy_rx.valid
+        tail = Signal(P)        # the word that completes a data word
+        done_data, done_control = Signal(), Signal()
+        received = Signal(word)
+        m.d.comb += tail.eq(Mux(state == marker, escape, w))
+
+        def keep(i, value):
+            # slot i takes value
+            if isinstance(i, int):
+                m.d[pd] += slots[i].eq(value)
+                return
+            with m.Switch(i):
+                for s, slot in enumerate(slots):
+                    with m.Case(s):
+                        m.d[pd] += slot.eq(value)
+
+        def gather(kind, count, value):
+            # the first word of a data word (pieces_) or control body (control_) is value
+            if count == 1:
+                m.d.comb += (done_data if kind == pieces_ else done_control).eq(1)
+                m.d[pd] += state.eq(first)
+            else:
+                keep(0, value)
+                m.d[pd] += [at.eq(1), state.eq(kind)]
+
+        with m.If(valid), m.Switch(state):
+            with m.Case(first):
+                with m.If(w == escape):
+                    m.d[pd] += state.eq(marker)
+                with m.Else():
+                    gather(pieces_, k, w)
+            with m.Case(marker):
+                with m.If(w[0]):
+                    gather(control_, j, w)
+                with m.Else():
+                    gather(pieces_, k, escape)
+            for kind, count, done in ((pieces_, k, done_data), (control_, j, done_control)):
+                with m.Case(kind):
+                    with m.If(at == count - 1):
+                        m.d.comb += done.eq(1)
+                        m.d[pd] += state.eq(first)
+                    with m.Else():
+                        keep(at, w)
+                        m.d[pd] += at.eq(at + 1)
+        with m.If(~self.phy_up):
+            m.d[pd] += state.eq(first)
+        data_body = Cat(*slots[:k - 1], tail)[:W]
+        control_body = Cat(*slots[:j - 1], w)[1:c.control_bits + 1]
+        m.d.comb += [
+            received.ctrl.eq(done_control),
+            received.body.eq(Mux(done_control, control_body, data_body)),
+            rxf.w_data.eq(received),
+            rxf.w_en.eq(done_data | done_control),
+            self.rx.valid.eq(rxf.r_rdy),
+            self.rx.payload.eq(rxf.r_data),
+            rxf.r_en.eq(rxf.r_rdy),
+        ]
+        m.submodules.up_sync = cdc.FFSynchronizer(self.phy_up, self.up)
+        return m
+
+
+class DirectHub(wiring.Component):
+    """Joins a direct node's endpoints to its switch.
+
+    Sending, it picks an endpoint round robin at message boundaries and passes its
+    messages on whole, each with the switch port that leads to its destination node
+    (``tdest``, a node id, looked up in ``ports``) and the endpoint's index; receiving, it
+    steers each message to the endpoint named in it, with the id of the node it came from
+    (looked up in ``ids``). It adds no cycle either way.
+
+    The two tables are one-word-per-entry ROMs, ``direct_port_rom`` and ``direct_id_rom``:
+    they are what differs between nodes of one hardware role, which
+    :mod:`optnet.emit.roles` rewrites.
+
+    Parameters
+    ----------
+    config : DirectConfig
+    id_bits : int
+        Bits of a node id.
+    ports : sequence of int
+        Per node id (``2 ** id_bits`` of them), the switch port leading to it; ``peers``
+        for an id no node has, which the switch discards.
+    ids : sequence of int
+        Per switch port, the id of the node behind it.
+
+    Members
+    -------
+    ep_tx : In(stream.Signature(tx)).array(endpoints)
+        Messages from the endpoints: ``tdata`` (``width`` bits), ``tlast``, ``tdest`` = node
+        id, ``tuser`` = length in beats (first beat).
+    ep_rx : Out(stream.Signature(rx)).array(endpoints)
+        Messages to the endpoints: ``tdata``, ``tlast``, ``tid`` = source node id.
+    to_switch : Out(stream.Signature(DirectConfig.s_axis_layout))
+    from_switch : In(stream.Signature(DirectConfig.m_axis_layout))
+    """
+
+    def __init__(self, config: DirectConfig, id_bits: int, ports, ids):
+        self.config, self.id_bits = config, id_bits
+        self.ports, self.ids = tuple(ports), tuple(ids)
+        c = config
+        if len(self.ports) != 1 << id_bits or len(self.ids) != c.peers:
+            raise ValueError(f"a direct hub needs a port for each of the {1 << id_bits} node "
+                             f"ids and an id for each of the {c.peers} ports, not "
+                             f"{len(self.ports)} and {len(self.ids)}")
+        super().__init__({
+            "ep_tx": In(stream.Signature(self.tx_layout(c, id_bits))).array(c.endpoints),
+            "ep_rx": Out(stream.Signature(self.rx_layout(c, id_bits))).array(c.endpoints),
+            "to_switch": Out(stream.Signature(c.s_axis_layout)),
+            "from_switch": In(stream.Signature(c.m_axis_layout)),
+        })
+
+    @staticmethod
+    def tx_layout(config: DirectConfig, id_bits: int) -> data.StructLayout:
+        """A beat from an endpoint, as wide as the switch's."""
+        return data.StructLayout({"tdata": config.width, "tlast": 1, "tdest": id_bits,
+                                  "tuser": config.max_length_bits})
+
+    @staticmethod
+    def rx_layout(config: DirectConfig, id_bits: int) -> data.StructLayout:
+        """A beat to an endpoint, as wide as the switch's."""
+        return data.StructLayout({"tdata": config.width, "tlast": 1, "tid": id_bits})
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self.config
+        E = c.endpoints
+        m.submodules.direct_port_rom = port_rom = memory.Memory(
+            shape=c.peer_bits, depth=len(self.ports), init=self.ports)
+        m.submodules.direct_id_rom = id_rom = memory.Memory(
+            shape=self.id_bits, depth=len(self.ids), init=self.ids)
+        to_port = port_rom.read_port(domain="comb")
+        to_id = id_rom.read_port(domain="comb")
+
+        # -- send: one endpoint's message at a time ------------------------------------------
+        sel = Signal(c.ep_bits)
+        if E == 1:
+            m.d.comb += sel.eq(0)
+        else:
+            m.submodules.arb = arb = RoundRobin(E)
+            locked = Signal()
+            owner = Signal(c.ep_bits)
+            pick = Signal(c.ep_bits)
+            for i in range(E):
+                with m.If(arb.grant[i]):
+                    m.d.comb += pick.eq(i)
+            m.d.comb += [sel.eq(Mux(locked, owner, pick)),
+                         arb.requests.eq(Cat(ep.valid for ep in self.ep_tx)),
+                         arb.advance.eq(~locked)]
+            fire = self.to_switch.valid & self.to_switch.ready
+            # Locked from the first beat offered, so that the beat on offer stays the same.
+            with m.If(~locked & self.to_switch.valid):
+                m.d.sync += [locked.eq(~(fire & self.to_switch.payload.tlast)),
+                             owner.eq(pick)]
+            with m.Elif(fire & self.to_switch.payload.tlast):
+                m.d.sync += locked.eq(0)
+        beat = data.View(self.tx_layout(c, self.id_bits),
+                         Array(Value.cast(ep.payload) for ep in self.ep_tx)[sel])
+        out = self.to_switch.payload
+        m.d.comb += [
+            to_port.addr.eq(beat.tdest),
+            self.to_switch.valid.eq(Array(ep.valid for ep in self.ep_tx)[sel]),
+            out.tdata.eq(beat.tdata), out.tlast.eq(beat.tlast), out.tuser.eq(beat.tuser),
+            out.tdest.eq(to_port.data), out.tid.eq(sel),
+        ]
+        for i, ep in enumerate(self.ep_tx):
+            m.d.comb += ep.ready.eq(self.to_switch.ready & (sel == i))
+
+        # -- receive: each message to its endpoint -------------------------------------------
+        got = self.from_switch.payload
+        m.d.comb += to_id.addr.eq(got.tid)
+        for i, ep in enumerate(self.ep_rx):
+            mine = got.tdest == i
+            m.d.comb += [ep.valid.eq(self.from_switch.valid & mine),
+                         ep.payload.tdata.eq(got.tdata), ep.payload.tlast.eq(got.tlast),
+                         ep.payload.tid.eq(to_id.data)]
+            with m.If(mine):
+                m.d.comb += self.from_switch.ready.eq(ep.ready)
         return m

@@ -232,9 +232,11 @@ class Control:
 
 
 def axis_tx_layout(cfg: EndpointConfig) -> data.StructLayout:
-    """AXI4-Stream from the user: ``tdest`` = destination node id, ``tuser`` = broadcast."""
+    """AXI4-Stream from the user: ``tdest`` = destination node id, ``tuser`` = broadcast; on
+    a direct node (``cfg.length_bits``), ``tuser`` = the message's length in beats, on its
+    first beat (:mod:`optnet.hw.direct`)."""
     return data.StructLayout({"tdata": cfg.width, "tlast": 1, "tdest": cfg.fmt.id_bits,
-                              "tuser": 1})
+                              "tuser": cfg.length_bits or 1})
 
 
 def axis_rx_layout(cfg: EndpointConfig) -> data.StructLayout:

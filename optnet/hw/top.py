@@ -1,4 +1,6 @@
-"""NodeTop: one FPGA's network, assembled from its :class:`~optnet.plan.NodePlan`."""
+"""NodeTop: one FPGA's network, assembled from its :class:`~optnet.plan.NodePlan`: a router
+with link layers, or on a direct node (:attr:`optnet.plan.NodePlan.direct`) a direct switch
+with direct links (:mod:`optnet.hw.direct`)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,13 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.devices.families import family
+from optnet.hw.direct import DirectHub, DirectLink, DirectSwitch
 from optnet.hw.endpoint import Endpoint, LocalHub, axis_rx_layout, axis_tx_layout
 from optnet.hw.link import LinkLayer
 from optnet.hw.router import Router
 from optnet.hw.verilog import instantiate
 from optnet.plan import NodePlan
-from optnet.plan.configs import LinkConfig
+from optnet.plan.configs import DirectLinkConfig, LinkConfig
 from optnet.plan.ip import ip_name
 
 __all__ = ["SHARED_PHY_DOMAIN", "NodeTop", "Parts", "lvds_family", "parts"]
@@ -31,30 +34,38 @@ class Parts:
 
     Attributes
     ----------
-    router : str
-        The router's module, ``<node>.router``.
-    buffer : str
-        The router's input buffer, ``<node>.router_buf``, which it instantiates per port.
-    links : Mapping[LinkConfig, str]
-        One module per distinct link layer configuration, ``<node>.link_cfg<k>``, each
-        configuration with the PHY clock domain :data:`SHARED_PHY_DOMAIN` (a link layer's
-        only per-port difference is the name of its PHY's domain).
+    router : str or None
+        The router's module, ``<node>.router``; None on a direct node.
+    buffer : str or None
+        The router's input buffer, ``<node>.router_buf``, which it instantiates per port;
+        None on a direct node.
+    links : Mapping[LinkConfig or DirectLinkConfig, str]
+        One module per distinct link layer (direct link) configuration,
+        ``<node>.link_cfg<k>``, each configuration with the PHY clock domain
+        :data:`SHARED_PHY_DOMAIN` (a link layer's only per-port difference is the name of
+        its PHY's domain).
+    switch : str or None
+        A direct node's switch, ``<node>.switch``.
     """
 
-    router: str
-    buffer: str
-    links: Mapping[LinkConfig, str]
+    router: str | None
+    buffer: str | None
+    links: Mapping[LinkConfig | DirectLinkConfig, str]
+    switch: str | None = None
 
 
 def parts(plan: NodePlan) -> Parts:
     """The parts of ``plan``'s node to lower apart: its router, the router's input buffer,
-    and each distinct link layer configuration once, in port order."""
+    and each distinct link layer configuration once, in port order; on a direct node, its
+    switch and each distinct direct link configuration once."""
     configs = dict.fromkeys(_shared(port.link) for port in plan.ports)
-    return Parts(f"{plan.node}.router", f"{plan.node}.router_buf",
-                 {cfg: f"{plan.node}.link_cfg{k}" for k, cfg in enumerate(configs)})
+    links = {cfg: f"{plan.node}.link_cfg{k}" for k, cfg in enumerate(configs)}
+    if plan.direct is not None:
+        return Parts(None, None, links, f"{plan.node}.switch")
+    return Parts(f"{plan.node}.router", f"{plan.node}.router_buf", links)
 
 
-def _shared(cfg: LinkConfig) -> LinkConfig:
+def _shared(cfg: LinkConfig | DirectLinkConfig) -> LinkConfig | DirectLinkConfig:
     return replace(cfg, phy_domain=SHARED_PHY_DOMAIN)
 
 
@@ -81,7 +92,8 @@ def _share_pad(pad: str) -> bool:
 
 class NodeTop(wiring.Component):
     """Router (or nothing but a hub when the node has no links), link layers, PHY adapters
-    and endpoints of one node.
+    and endpoints of one node; on a direct node, its direct switch, a direct link per link
+    port, the PHY adapters and a :class:`~optnet.hw.direct.DirectHub` for the endpoints.
 
     Parameters
     ----------
@@ -92,22 +104,23 @@ class NodeTop(wiring.Component):
         exposes its link layer's PHY side as ``phy<p>_tx``/``phy<p>_rx``/``phy<p>_up`` in
         domain ``phy<p>``, which the simulation provides and wires to a link model.
     parts : Parts, optional
-        The router and link layers are lowered apart (:func:`parts`), and this design
-        instantiates their modules instead of holding them. Without it, they are part of
-        this design (as simulation needs).
+        The router and link layers (direct switch and links) are lowered apart
+        (:func:`parts`), and this design instantiates their modules instead of holding
+        them. Without it, they are part of this design (as simulation needs).
 
     Members
     -------
     <endpoint>_s_axis, <endpoint>_m_axis
-        AXI4-Stream ports of each endpoint (see :mod:`optnet.hw.endpoint`).
+        AXI4-Stream ports of each endpoint (see :mod:`optnet.hw.endpoint`; on a direct
+        node, ``tuser`` is the message length in beats, see :mod:`optnet.hw.direct`).
     link_up : Out(links)
     dropped : Out(16)
-        Unroutable packets the router dropped.
+        Unroutable packets the router dropped (messages to no node the switch discarded).
     """
 
     def __init__(self, plan: NodePlan, phys: str = "vendor",
                  parts: Parts | None = None):
-        for port in plan.ports:
+        for port in plan.ports if plan.router is not None else ():
             if port.port not in plan.router.granted:
                 # A link layer grants its far end's buffer by pulses: a router output that
                 # also started with that credit would overflow the far end.
@@ -151,6 +164,9 @@ class NodeTop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         plan = self.plan
+        if plan.direct is not None:
+            self._direct(m)
+            return m
         if self.parts is None:
             m.submodules.router = router = Router(plan.router)
         else:
@@ -193,35 +209,95 @@ class NodeTop(wiring.Component):
             m.d.comb += [link.cred_local.eq(router.cred_out[p]),
                          router.cred_in[p].eq(link.cred_remote)]
             ups.append(link.up)
-            if self.phys == "sim":
-                wiring.connect(m, link.phy_tx, wiring.flipped(getattr(self, f"phy{p}_tx")))
-                wiring.connect(m, wiring.flipped(getattr(self, f"phy{p}_rx")), link.phy_rx)
-                m.d.comb += link.phy_up.eq(getattr(self, f"phy{p}_up"))
-                continue
-            adapter = self._adapters[p]
-            m.submodules[f"phy{p}"] = adapter
-            wiring.connect(m, link.phy_tx, adapter.tx)
-            wiring.connect(m, adapter.rx, link.phy_rx)
-            m.d.comb += link.phy_up.eq(adapter.up)
-            for pad in adapter.signature.members:
-                if pad in ("tx", "rx", "up"):
-                    continue
-                if _share_pad(pad):
-                    # A slave's quad clocks (Virtex-5: its channel of the tile) come from its
-                    # master's adapter, inside the node; what a slave gives its master goes
-                    # the other way. A master's pads are wired with its slave's.
-                    if port.xcvr.role == "slave":
-                        master = getattr(self._adapters[port.xcvr.master], pad)
-                        if adapter.signature.members[pad].flow == In:
-                            m.d.comb += getattr(adapter, pad).eq(master)
-                        else:
-                            m.d.comb += master.eq(getattr(adapter, pad))
-                    continue
-                outer, inner = getattr(self, f"port{p}_{pad}"), getattr(adapter, pad)
-                if adapter.signature.members[pad].flow == Out:
-                    m.d.comb += outer.eq(inner)
-                else:
-                    m.d.comb += inner.eq(outer)
+            self._phy(m, port, link)
         if ups:
             m.d.comb += self.link_up.eq(Cat(ups))
         return m
+
+    def _phy(self, m: Module, port, link) -> None:
+        """Connect the PHY side of ``port``'s ``link`` (``phy_tx``, ``phy_rx``, ``phy_up``)
+        to its adapter, or in simulation to this component's ``phy<p>_*`` members."""
+        p = port.port
+        if self.phys == "sim":
+            wiring.connect(m, link.phy_tx, wiring.flipped(getattr(self, f"phy{p}_tx")))
+            wiring.connect(m, wiring.flipped(getattr(self, f"phy{p}_rx")), link.phy_rx)
+            m.d.comb += link.phy_up.eq(getattr(self, f"phy{p}_up"))
+            return
+        adapter = self._adapters[p]
+        m.submodules[f"phy{p}"] = adapter
+        wiring.connect(m, link.phy_tx, adapter.tx)
+        wiring.connect(m, adapter.rx, link.phy_rx)
+        m.d.comb += link.phy_up.eq(adapter.up)
+        for pad in adapter.signature.members:
+            if pad in ("tx", "rx", "up"):
+                continue
+            if _share_pad(pad):
+                # A slave's quad clocks (Virtex-5: its channel of the tile) come from its
+                # master's adapter, inside the node; what a slave gives its master goes
+                # the other way. A master's pads are wired with its slave's.
+                if port.xcvr.role == "slave":
+                    master = getattr(self._adapters[port.xcvr.master], pad)
+                    if adapter.signature.members[pad].flow == In:
+                        m.d.comb += getattr(adapter, pad).eq(master)
+                    else:
+                        m.d.comb += master.eq(getattr(adapter, pad))
+                continue
+            outer, inner = getattr(self, f"port{p}_{pad}"), getattr(adapter, pad)
+            if adapter.signature.members[pad].flow == Out:
+                m.d.comb += outer.eq(inner)
+            else:
+                m.d.comb += inner.eq(outer)
+
+    def _direct(self, m: Module) -> None:
+        """A direct node: the switch, a direct link per link port and a loopback port, the
+        hub and the endpoints' streams, widened to the switch's beat and back."""
+        plan = self.plan
+        cfg = plan.direct
+        if self.parts is None:
+            m.submodules.switch = switch = DirectSwitch(cfg)
+        else:
+            switch = instantiate(m, "switch", self.parts.switch,
+                                 DirectSwitch.signature_of(cfg), {"sync": "sync"})
+        ports, ids = plan.direct_tables()
+        m.submodules.hub = hub = DirectHub(cfg, plan.fmt.id_bits, ports, ids)
+        wiring.connect(m, hub.to_switch, switch.s_axis)
+        wiring.connect(m, switch.m_axis, hub.from_switch)
+        m.d.comb += self.dropped.eq(switch.discarded)
+        for i, name in enumerate(plan.endpoint_names):
+            s_axis, m_axis = getattr(self, f"{name}_s_axis"), getattr(self, f"{name}_m_axis")
+            tx, rx = hub.ep_tx[i], hub.ep_rx[i]
+            # an endpoint's beat is zero-extended to the switch's, and cut back to its width
+            m.d.comb += [
+                tx.valid.eq(s_axis.valid), s_axis.ready.eq(tx.ready),
+                tx.payload.tdata.eq(s_axis.payload.tdata),
+                tx.payload.tlast.eq(s_axis.payload.tlast),
+                tx.payload.tdest.eq(s_axis.payload.tdest),
+                tx.payload.tuser.eq(s_axis.payload.tuser),
+                m_axis.valid.eq(rx.valid), rx.ready.eq(m_axis.ready),
+                m_axis.payload.tdata.eq(rx.payload.tdata),
+                m_axis.payload.tlast.eq(rx.payload.tlast),
+                m_axis.payload.tid.eq(rx.payload.tid),
+            ]
+        ups = []
+        for i, port in enumerate(plan.ports):
+            p = port.port
+            if self.parts is None:
+                m.submodules[f"link{p}"] = link = DirectLink(port.link)
+            else:
+                link = instantiate(m, f"link{p}", self.parts.links[_shared(port.link)],
+                                   DirectLink.signature_of(port.link),
+                                   {"sync": "sync", SHARED_PHY_DOMAIN: port.link.phy_domain})
+            wiring.connect(m, switch.tx[i], link.tx)
+            wiring.connect(m, link.rx, switch.rx[i])
+            m.d.comb += switch.up[i].eq(link.up)
+            ups.append(link.up)
+            self._phy(m, port, link)
+        if ups:
+            m.d.comb += self.link_up.eq(Cat(ups))
+        # The node's own messages go round through the switch's last port: its words come
+        # back a cycle later, as over a link of its own.
+        loop = len(plan.ports)
+        back = switch.rx[loop]
+        m.d.comb += [switch.tx[loop].ready.eq(1), switch.up[loop].eq(1)]
+        m.d.sync += [back.valid.eq(switch.tx[loop].valid),
+                     back.payload.eq(switch.tx[loop].payload)]

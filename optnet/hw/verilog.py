@@ -22,11 +22,13 @@ from amaranth.hdl import (
     ResetSignal,
     Signal,
     Value,
+    _nir,  # the netlist's types (memory_contents_at_once): private, pinned as above
 )
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-__all__ = ["Lowered", "component_ports", "instantiate", "lower", "module_ports", "to_verilog"]
+__all__ = ["Lowered", "component_ports", "instantiate", "lower", "memory_contents_at_once",
+           "module_ports", "to_verilog"]
 
 
 def component_ports(component: wiring.Component) -> list[Signal]:
@@ -74,7 +76,7 @@ def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = 
     """
     clocks = [ClockDomain(domain) for domain in domains]
     ports = component_ports(component) + [s for cd in clocks for s in (cd.clk, cd.rst)]
-    with deep_expressions():
+    with deep_expressions(), memory_contents_at_once():
         fragment = Fragment.get(_WithDomains(component, clocks), platform)
         rtlil_text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
     # Amaranth's own script keeps combinational processes (``proc -nomux``), which Yosys
@@ -110,6 +112,44 @@ def deep_expressions() -> Iterator[None]:
         yield
     finally:
         sys.setrecursionlimit(previous)
+
+
+@contextlib.contextmanager
+def memory_contents_at_once() -> Iterator[None]:
+    """Let Amaranth write a memory's initial contents to RTLIL as one constant.
+
+    Amaranth 0.5 writes them bit by bit, a netlist constant per bit gathered into a
+    signal specification: for the 64 receive buffers of 1,024 words of 259 bits of a direct
+    switch with 63 links (17 million bits, zeros), about a minute. The same text comes from
+    formatting the words: ``$meminit_v2``'s ``DATA`` is the words' bits, the first word's
+    lowest bit last, exactly the constant Amaranth's signal specification spells. The
+    previous method is restored afterwards.
+    """
+    emitter = rtlil.ModuleEmitter
+    original = emitter.emit_memory
+
+    def emit_memory(self, cell_idx, cell):
+        if not cell.width or not cell.depth:
+            return original(self, cell_idx, cell)
+        mask = (1 << cell.width) - 1
+        bits = "".join(format(row & mask, f"0{cell.width}b") for row in reversed(cell.init))
+        self.builder.cell("$meminit_v2", ports={
+            "ADDR": self.sigspec(),
+            "DATA": f"{len(bits)}'{bits}",
+            "EN": self.sigspec(_nir.Value.ones(cell.width)),
+        }, parameters={
+            "MEMID": self.memories[cell_idx].memid,
+            "ABITS": 0,
+            "WIDTH": cell.width,
+            "WORDS": cell.depth,
+            "PRIORITY": 0,
+        }, src_loc=cell.src_loc)
+
+    emitter.emit_memory = emit_memory
+    try:
+        yield
+    finally:
+        emitter.emit_memory = original
 
 
 class _WithDomains(Elaboratable):

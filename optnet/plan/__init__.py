@@ -3,10 +3,14 @@
 ``plan(routed)`` turns a routed cluster into one :class:`NodePlan` per FPGA: the flit
 format, the router's ports, buffers, credits and table contents, each link port's PHY and
 link-layer parameters, and the endpoints (the parameter classes are in
-:mod:`optnet.plan.configs`). Plans are immutable; the lowering (:mod:`optnet.hw.top`)
-builds a :class:`~optnet.hw.top.NodeTop` from one. The rest of a node's plan is made from
-its :class:`NodePlan` and board: its clocks (:mod:`optnet.plan.clocks`), the board top's
-ports and pins (:mod:`optnet.plan.pins`) and the vendor link IP (:mod:`optnet.plan.ip`).
+:mod:`optnet.plan.configs`). A direct cluster (:func:`optnet.model.is_direct`: fully
+connected, ``flow_control: none``) gets OPTWEB's direct switch instead of a router and link
+layers: its :class:`~optnet.plan.configs.DirectConfig`, and per link port a
+:class:`~optnet.plan.configs.DirectLinkConfig`. Plans are immutable; the lowering
+(:mod:`optnet.hw.top`) builds a :class:`~optnet.hw.top.NodeTop` from one. The rest of a
+node's plan is made from its :class:`NodePlan` and board: its clocks
+(:mod:`optnet.plan.clocks`), the board top's ports and pins (:mod:`optnet.plan.pins`) and
+the vendor link IP (:mod:`optnet.plan.ip`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,23 @@ from optnet.cluster import Cluster, Link
 from optnet.devices import families
 from optnet.devices.linkip import VENDOR_PHYS, ip_ports, user_width_for
 from optnet.diagnostics import Finding
-from optnet.model import arg_bits, endpoint_credits, model_params
-from optnet.plan.configs import EndpointConfig, FlitFormat, LinkConfig, RouterConfig, clog2
+from optnet.model import (
+    DIRECT_LENGTH_BITS,
+    DirectParams,
+    arg_bits,
+    direct_params,
+    endpoint_credits,
+    model_params,
+)
+from optnet.plan.configs import (
+    DirectConfig,
+    DirectLinkConfig,
+    EndpointConfig,
+    FlitFormat,
+    LinkConfig,
+    RouterConfig,
+    clog2,
+)
 from optnet.plan.transceivers import LinkPort, PortXcvr, XcvrPlan, transceiver_plan
 from optnet.routing.broadcast import Broadcast, plan_broadcast
 from optnet.routing.proof import Waits, prove
@@ -60,7 +79,8 @@ class PortPlan:
         Per lane, bit/s.
     peer : str
         ``node.port`` at the far end.
-    link : LinkConfig
+    link : LinkConfig or DirectLinkConfig
+        Its link layer's parameters; on a direct node, its direct link's.
     xcvr : PortXcvr or None
         Its transceiver plan (shared-logic role, PLL, quads); None for LVDS.
     """
@@ -72,7 +92,7 @@ class PortPlan:
     phy: str
     line_rate: int
     peer: str
-    link: LinkConfig
+    link: LinkConfig | DirectLinkConfig
     xcvr: PortXcvr | None = None
 
 
@@ -89,9 +109,12 @@ class NodePlan:
     clock_hz : float
         Network clock.
     fmt : FlitFormat
-    router : RouterConfig
+        On a direct node, only its ``width`` (the switch's beat) and ``id_bits`` are used.
+    router : RouterConfig or None
+        None on a direct node.
     ports : tuple of PortPlan
-        Link ports in router port order.
+        Link ports in router port order (on a direct node, port ``p`` is the switch's
+        port ``p - 1``).
     endpoints : tuple of EndpointConfig
     endpoint_names : tuple of str
     table : NodeTable or None
@@ -99,6 +122,11 @@ class NodePlan:
         in a plan made without tables (for lint).
     xcvr : XcvrPlan
         The transceiver plan (:mod:`optnet.plan.transceivers`).
+    direct : DirectConfig or None
+        A direct node's switch: its ports are the links in port order, then the node
+        itself (a loopback).
+    peer_ids : tuple of int
+        On a direct node, the id of the node behind each switch port (the last its own).
     """
 
     node: str
@@ -109,21 +137,34 @@ class NodePlan:
     part: str
     clock_hz: float
     fmt: FlitFormat
-    router: RouterConfig
+    router: RouterConfig | None
     ports: tuple[PortPlan, ...]
     endpoints: tuple[EndpointConfig, ...]
     endpoint_names: tuple[str, ...]
     table: NodeTable | None
     xcvr: XcvrPlan = dataclasses.field(default_factory=XcvrPlan)
+    direct: DirectConfig | None = None
+    peer_ids: tuple[int, ...] = ()
 
     def role(self) -> tuple:
         """Everything but the tables and names: nodes with equal roles have identical
-        hardware apart from table contents and the node id."""
-        return (self.board, self.fmt, dataclasses.replace(
-            self.router, unicast=(), multicast=(), node_id=0), tuple(
+        hardware apart from table contents and the node id (on a direct node, the ids
+        behind its ports)."""
+        router = None if self.router is None else dataclasses.replace(
+            self.router, unicast=(), multicast=(), node_id=0)
+        return (self.board, self.fmt, router, self.direct, tuple(
             (p.port, p.board_port, p.lanes, p.phy, p.line_rate, p.link, p.xcvr)
             for p in self.ports),
             tuple(dataclasses.replace(e, node_id=0) for e in self.endpoints))
+
+    def direct_tables(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """A direct node's two tables (:class:`~optnet.hw.direct.DirectHub`): per node id
+        the switch port leading to it (``peers``, which discards, for an id no node has),
+        and per switch port the id behind it."""
+        peers = self.direct.peers
+        port = {node_id: p for p, node_id in enumerate(self.peer_ids)}
+        return (tuple(port.get(i, peers) for i in range(1 << self.fmt.id_bits)),
+                self.peer_ids)
 
 
 def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
@@ -146,24 +187,26 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
     desc = cluster.desc
     net = desc.network
     problems = _family_findings(cluster) + _link_findings(cluster)
+    # A direct cluster has no router: no broadcast hardware, flits or packets to check.
+    direct = direct_params(cluster)
     hw_broadcast, note = _hardware_broadcast(routed)
-    if hw_broadcast is None:
+    if hw_broadcast is None and direct is None:
         problems.append(Finding("E304", note, ("routing", "broadcast"),
                                 hint="Use 'broadcast: tree', or give the network more VCs."))
     # A cluster that declares no endpoints gets one unmanaged endpoint, "user", as wide as
     # a flit, so every node still has a port for the user's logic.
     eps = desc.endpoints or [EndpointDesc(name="user", width=net.flit_width, managed=False)]
     fmt = FlitFormat(
-        width=net.flit_width, vcs=net.vcs,
+        width=net.flit_width if direct is None else direct.width, vcs=net.vcs,
         id_bits=clog2(max(n.id for n in cluster.nodes) + 1),
         ep_bits=clog2(max(len(eps), 1)), prio_bits=clog2(net.priorities),
         arg_bits=arg_bits(desc.endpoints))
-    if fmt.header_bits > fmt.width:
+    if direct is None and fmt.header_bits > fmt.width:
         problems.append(Finding(
             "E302", f"The packet header needs {fmt.header_bits} bits but flits are "
             f"{fmt.width} bits wide in cluster '{cluster.name}'.", ("network", "flit_width"),
             hint=f"Use a flit_width of at least {-(-fmt.header_bits // 8) * 8}."))
-    if net.max_packet.value < 2:
+    if direct is None and net.max_packet.value < 2:
         problems.append(Finding(
             "E305", f"A packet of at most {net.max_packet} has no room for data after its "
             f"header flit in cluster '{cluster.name}'.", ("network", "max_packet"),
@@ -198,7 +241,7 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
             own, far = (link.a, link.b) if c % 2 == 0 else (link.b, link.a)
             width = _user_width(link.phy, link.lanes, node.board.family)
             links.append((routed.net.out_port[c], own, far, link, width,
-                          params.replay_window(link)))
+                          params.replay_window(link) if direct is None else 0))
         role = (node.board.name, tuple((p, own.port, own.lanes, link.phy, link.line_rate, w,
                                         win) for p, own, _, link, w, win in links))
         if one_per_role and role in roles:
@@ -212,6 +255,10 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
                 for p, own, _, link, _, _ in links if link.phy in VENDOR_PHYS])
             xcvr_findings += found
         xcvr = xcvrs[role]
+        if direct is not None:
+            plans.append(_direct_plan(cluster, node, routed.net.ports[x], links, xcvr, fmt,
+                                      eps, direct, table))
+            continue
         ports = []
         fam = families.family(node.board.family)
         side_ram = fam.wide_ram
@@ -249,6 +296,38 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
     if xcvr_findings:
         raise PlanError(*xcvr_findings)
     return plans
+
+
+def _direct_plan(cluster: Cluster, node, names, links: list, xcvr: XcvrPlan, fmt: FlitFormat,
+                 eps: list[EndpointDesc], sizes: DirectParams,
+                 table: NodeTable | None) -> NodePlan:
+    """The plan of a node of a direct cluster: a direct switch whose ports are its links in
+    port order and then a loopback to itself, a direct link per link port, and endpoints
+    whose ``tuser`` is the message length. ``table`` (the routing stage's one-hop routes)
+    goes into the build's route files; the hardware's tables are
+    :meth:`NodePlan.direct_tables`."""
+    net = cluster.desc.network
+    switch = DirectConfig(
+        width=sizes.width, peers=len(links) + 1, threshold=sizes.threshold,
+        buffer=sizes.buffer, phy_width=sizes.width + 1, max_length_bits=DIRECT_LENGTH_BITS,
+        endpoints=sizes.endpoints)
+    ports = tuple(PortPlan(
+        p, names[p], own.port, own.lanes, link.phy,
+        int(link.line_rate.value), str(far),
+        DirectLinkConfig(sizes.width, switch.control.size, width, f"phy{p}"), xcvr.ports.get(p))
+        for p, own, far, link, width, _ in links)
+    # The message-level credit of the switch replaces the endpoints' packet credit, and
+    # a message is as long as its sender says: max_packet and broadcast_flits do not apply.
+    endpoints = tuple(EndpointConfig(
+        fmt, node.id, i, ep.width, 2, managed=False,
+        priority=min(ep.priority, net.priorities - 1), length_bits=DIRECT_LENGTH_BITS)
+        for i, ep in enumerate(eps))
+    peer_ids = (*(cluster.node(far.node).id for _, _, far, _, _, _ in links), node.id)
+    board = node.board
+    return NodePlan(
+        node.name, node.id, board.name, board.vendor, board.family, board.part,
+        float(net.clock.value), fmt, None, ports, endpoints, tuple(ep.name for ep in eps),
+        table, xcvr, switch, peer_ids)
 
 
 #: Input-buffer storage per router port from which it goes into block RAM: above this, LUT

@@ -4,7 +4,10 @@ Each class here configures one kind of hardware component of :mod:`optnet.hw`:
 :class:`FlitFormat` the flit and header layouts every component shares,
 :class:`RouterConfig` a :class:`~optnet.hw.router.Router`, :class:`LinkConfig` a
 :class:`~optnet.hw.link.LinkLayer`, :class:`EndpointConfig` an
-:class:`~optnet.hw.endpoint.Endpoint`. :func:`optnet.plan.plan` builds them; the lowering
+:class:`~optnet.hw.endpoint.Endpoint`; on a direct node (a fully connected cluster with
+``flow_control: none``), :class:`DirectConfig` its
+:class:`~optnet.hw.direct.DirectSwitch` and :class:`DirectLinkConfig` each
+:class:`~optnet.hw.direct.DirectLink`. :func:`optnet.plan.plan` builds them; the lowering
 only reads them. They are frozen, comparable and hashable, so that nodes of one hardware
 role share them.
 
@@ -31,8 +34,8 @@ from optnet.frame import FrameFormat, LinkFrame, link_frame
 from optnet.model import MIN_TAG_BITS
 from optnet.routing.tables import clog2
 
-__all__ = ["KIND_CREDIT", "KIND_DATA", "EndpointConfig", "FlitFormat", "LinkConfig",
-           "RouterConfig", "clog2", "table_layout"]
+__all__ = ["KIND_CREDIT", "KIND_DATA", "DirectConfig", "DirectLinkConfig", "EndpointConfig",
+           "FlitFormat", "LinkConfig", "RouterConfig", "clog2", "table_layout"]
 
 
 #: Header ``kind`` of a packet that carries user data.
@@ -332,6 +335,11 @@ class EndpointConfig:
     nodes : tuple of int or None
         Ids of the cluster's nodes (the same on every node), to which a managed endpoint
         sends a SYNC after ``rst``; None: every id of ``fmt.id_bits`` bits.
+    length_bits : int
+        0, or on a direct node the bits of ``s_axis``'s ``tuser``, the message length in
+        beats (:func:`~optnet.hw.endpoint.axis_tx_layout`); a direct node has no
+        :class:`~optnet.hw.endpoint.Endpoint`, and ``max_packet``, ``broadcast_flits``,
+        ``managed`` and the credit parameters do not apply.
     """
 
     fmt: FlitFormat
@@ -347,6 +355,7 @@ class EndpointConfig:
     init_budget: int = 1
     priority: int = 0
     nodes: tuple[int, ...] | None = None
+    length_bits: int = 0
 
     def __post_init__(self):
         if self.width > self.fmt.width:
@@ -400,3 +409,187 @@ class EndpointConfig:
         """Bits of a SYNC's tag: what the header's ``arg`` has left beside ``held`` and the
         three flag bits, at most 8."""
         return min(8, self.fmt.arg_bits - 3 - self.held_bits)
+
+
+@dataclass(frozen=True)
+class DirectConfig:
+    """Parameters of one direct switch (:class:`~optnet.hw.direct.DirectSwitch`).
+
+    Attributes
+    ----------
+    width : int
+        User data bits per beat (a switch word's data).
+    peers : int
+        Ports, one per peer; port ``i`` connects to the ``i``-th peer (in a node, the
+        links in port order, then the node itself through a loopback).
+    threshold : int
+        Messages of at most this many beats go eager, longer ones rendezvous (0: all
+        rendezvous).
+    buffer : int
+        Receive buffer per peer, in beats; at least ``threshold`` (an eager message must fit).
+    phy_width : int
+        Bits of the switch's words on its ports: ``width + 1`` (a data/control bit above
+        the data).
+    max_length_bits : int
+        Width of the message length in ``tuser``; messages are 1 to
+        ``2**max_length_bits - 1`` beats.
+    endpoints : int
+        Endpoints a message can be for (its ``tid`` on ``s_axis``, carried in its EAGER or
+        RTS word, its ``tdest`` on ``m_axis``).
+    """
+
+    width: int
+    peers: int
+    threshold: int
+    buffer: int
+    phy_width: int
+    max_length_bits: int = 16
+    endpoints: int = 1
+
+    def __post_init__(self):
+        if self.peers < 1:
+            raise ValueError(f"a direct switch needs at least one peer, not {self.peers}")
+        if self.width < 1:
+            raise ValueError(f"the data width must be at least 1 bit, not {self.width}")
+        if self.max_length_bits < 1:
+            raise ValueError("max_length_bits must be at least 1")
+        if self.endpoints < 1:
+            raise ValueError(f"a direct switch needs at least one endpoint, not "
+                             f"{self.endpoints}")
+        if self.threshold < 0:
+            raise ValueError(f"the eager threshold cannot be negative ({self.threshold})")
+        if self.buffer < 1:
+            raise ValueError(f"the receive buffer must hold at least one beat, not {self.buffer}")
+        if self.buffer < self.threshold:
+            raise ValueError(f"the receive buffer ({self.buffer} beats) is smaller than the "
+                             f"eager threshold ({self.threshold} beats); an eager message "
+                             f"must fit in it")
+        if self.threshold >= 1 << self.max_length_bits:
+            raise ValueError(f"the eager threshold {self.threshold} does not fit "
+                             f"{self.max_length_bits} length bits")
+        if self.phy_width != self.width + 1:
+            raise ValueError(f"phy_width must be width + 1 = {self.width + 1} (one data/control "
+                             f"bit above the data), not {self.phy_width}")
+        if self.width < self.control.size:
+            raise ValueError(f"a {self.width}-bit word cannot hold a control word (2-bit opcode, "
+                             f"a {self.arg_bits}-bit length or credit and a {self.ep_bits}-bit "
+                             f"endpoint); use a wider word or fewer max_length_bits")
+
+    @property
+    def peer_bits(self) -> int:
+        """Bits of ``tdest``/``tid``: port numbers up to ``peers``, which stands for none."""
+        return self.peers.bit_length()
+
+    @property
+    def ep_bits(self) -> int:
+        """Bits of an endpoint index (one with a single endpoint: the Verilog of a field of
+        no bits would be a vector ``[-1:0]``)."""
+        return clog2(self.endpoints)
+
+    @property
+    def arg_bits(self) -> int:
+        """Bits of a control word's argument: a message length or a credit grant."""
+        return max(self.max_length_bits, self.buffer.bit_length())
+
+    @property
+    def batch(self) -> int:
+        """Freed beats a receiver collects before it returns them in one CREDIT word.
+
+        Half the threshold or a quarter of the buffer, whichever is larger, but at most
+        ``buffer - threshold + 1`` (the bound that keeps waiting senders live, see
+        :mod:`optnet.hw.direct`); so a buffer of at least ``threshold * 3 / 2`` returns
+        credit in batches of at least ``threshold / 2``, and ``buffer == threshold`` one by
+        one.
+        """
+        return max(1, min(max(self.threshold // 2, self.buffer // 4),
+                          self.buffer - self.threshold + 1))
+
+    @property
+    def control(self) -> data.StructLayout:
+        """Layout of the low bits of a control word."""
+        return data.StructLayout({"arg": self.arg_bits, "op": 2, "ep": self.ep_bits})
+
+    @property
+    def s_axis_layout(self) -> data.StructLayout:
+        """``tdest`` = port (peer index); ``tuser`` = message length in beats, first beat;
+        ``tid`` = endpoint."""
+        return data.StructLayout({"tdata": self.width, "tlast": 1, "tdest": self.peer_bits,
+                                  "tuser": self.max_length_bits, "tid": self.ep_bits})
+
+    @property
+    def m_axis_layout(self) -> data.StructLayout:
+        """``tid`` = port the message came in on; ``tdest`` = endpoint."""
+        return data.StructLayout({"tdata": self.width, "tlast": 1, "tid": self.peer_bits,
+                                  "tdest": self.ep_bits})
+
+    # -- the word format as integers, for models and tests ----------------------------------
+
+    def control_word(self, op: int, arg: int, ep: int = 0) -> int:
+        """A control word as an integer."""
+        return 1 << self.width | ep << self.arg_bits + 2 | op << self.arg_bits | arg
+
+    def data_word(self, value: int) -> int:
+        """A data word as an integer."""
+        return value & ((1 << self.width) - 1)
+
+    def decode(self, word: int) -> tuple[int | None, int]:
+        """``(op, arg)`` of a control word, ``(None, data)`` of a data word."""
+        if not word >> self.width & 1:
+            return None, word & ((1 << self.width) - 1)
+        return word >> self.arg_bits & 3, word & ((1 << self.arg_bits) - 1)
+
+
+#: The escape word of direct links, repeated to the PHY word's width: a PHY word that starts
+#: a data word is never equal to it unless the data's first bits are (for random data a
+#: chance of one in 2 ** the PHY word's width, which then costs one word more).
+_ESCAPE = 0x9E37_79B9_7F4A_7C15
+
+
+@dataclass(frozen=True)
+class DirectLinkConfig:
+    """Parameters of one direct link (:class:`~optnet.hw.direct.DirectLink`): a direct
+    switch port's words in and out of its PHY's user words, across the clock domains.
+
+    Attributes
+    ----------
+    width : int
+        Data bits of a switch word (:attr:`DirectConfig.width`).
+    control_bits : int
+        Bits of a control word's body (:attr:`DirectConfig.control` ``.size``).
+    phy_width : int
+        PHY user word width.
+    phy_domain : str
+        The PHY's user clock domain.
+    depth : int
+        Entries of each clock-crossing FIFO (switch words).
+    """
+
+    width: int
+    control_bits: int
+    phy_width: int
+    phy_domain: str
+    depth: int = 8
+
+    def __post_init__(self):
+        if not 1 <= self.control_bits <= self.width:
+            raise ValueError(f"a {self.control_bits}-bit control word does not fit a "
+                             f"{self.width}-bit switch word")
+
+    @property
+    def data_words(self) -> int:
+        """PHY words of a data word (one more when its first one equals :attr:`escape`)."""
+        return -(-self.width // self.phy_width)
+
+    @property
+    def control_words(self) -> int:
+        """PHY words of a control word: :attr:`escape`, then the body behind a marker bit."""
+        return 1 + -(-(self.control_bits + 1) // self.phy_width)
+
+    @property
+    def escape(self) -> int:
+        """The PHY word that starts a control word or a data word whose first PHY word
+        equals it."""
+        repeated = 0
+        for _ in range(-(-self.phy_width // 64)):
+            repeated = repeated << 64 | _ESCAPE
+        return repeated & ((1 << self.phy_width) - 1)

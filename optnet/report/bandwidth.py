@@ -47,8 +47,15 @@ def optnet_packet(params: ModelParams, link: Link, beats: int,
     (``B`` flits per ``B + h`` units, :mod:`optnet.frame`). Overhead is counted in the
     link's payload bits, so that a link layer whose clock cannot keep up with the link
     (a unit per cycle) shows the idle line as overhead too; the unused bits of a beat
-    narrower than a flit count as overhead."""
+    narrower than a flit count as overhead. On a direct cluster, a message: its EAGER (or
+    RTS) control word's PHY words, then each beat's data words, at most one beat a network
+    clock cycle (:meth:`~optnet.model.ModelParams.flit_time`); the credit a receiver
+    returns takes the other direction's link."""
     payload = beats * beat_bits
+    if params.direct is not None:
+        header = params.direct.control_words(params.phy_bits[link.index])
+        line_time = header * params.word_time(link) + beats * params.flit_time(link)
+        return payload, line_time * params.link(link).payload_rate - payload
     line_bits = (beats + 1) * params.flit_time(link) * params.link(link).payload_rate
     return payload, line_bits - payload
 

@@ -10,7 +10,12 @@ completes after
 where ``L`` is the zero-load latency of its longest transfer
 (:mod:`optnet.report.latency`) and the maximum is the channel load of its transfers under
 the cluster's routing: on a fully connected cluster every transfer has a link of its own
-(load 1), elsewhere the busiest channel serialises its transfers. A broadcast made by the
+(load 1), elsewhere the busiest channel serialises its transfers. ``rate(c)`` is the link's
+payload rate, or on a direct cluster what its switch's beats get of it
+(:meth:`~optnet.model.ModelParams.stream_rate`). A direct node's switch also sends its
+endpoints' messages one at a time, and delivers them one at a time: there the busiest
+node's transfers out, or in, at :attr:`~optnet.model.ModelParams.node_rate` bound the time
+too. A direct cluster has no broadcast hardware: its broadcast is unicasts. A broadcast made by the
 routers (tree or cascade) crosses each channel of its source's routes once. A barrier is a
 zero-size allgather.
 
@@ -110,7 +115,8 @@ def collective(routed: Routed, params: ModelParams, name: str, root: int = 0,
     else:
         load = Counter()
         paths = [routed.routing.path(net, s, d) for s, d in pairs]
-        if name == "broadcast" and routed.broadcast.mode in ("tree", "cascade"):
+        if name == "broadcast" and routed.broadcast.mode in ("tree", "cascade") and (
+                params.direct is None):
             # The routers copy the packet: each channel of the source's routes carries it
             # once, and every node receives it once and sends it on each loaded channel.
             load.update({c for path in paths for c in path})
@@ -123,8 +129,14 @@ def collective(routed: Routed, params: ModelParams, name: str, root: int = 0,
         # what each node's endpoints send and receive
         through.update(s for s, _ in pairs)
         through.update(d for _, d in pairs)
-    per_bit = max((Fraction(k) / params.link(net.link(c)).payload_rate
+    per_bit = max((Fraction(k) / params.stream_rate(net.link(c))
                    for c, k in load.items()), default=Fraction(0))
+    if params.node_rate is not None and pairs:
+        # A direct node's switch takes its endpoints' messages one at a time and hands them
+        # theirs one at a time: what the busiest node sends, or receives, at node_rate.
+        ends = [Counter(s for s, _ in pairs), Counter(d for _, d in pairs)]
+        busiest = max(max(count.values()) for count in ends)
+        per_bit = max(per_bit, Fraction(busiest) / params.node_rate)
     return Collective(name, startup, per_bit, max(through.values(), default=0))
 
 

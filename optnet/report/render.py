@@ -106,8 +106,13 @@ def _sections(doc: dict, figures: dict[str, str]) -> list[Section]:
     ) if t), figures=(figures["topology"],))]
     hop_rows = tuple((kind, *(_ns(hop["parts_ns"][c]) for c in COMPONENTS),
                       _ns(hop["total_ns"])) for kind, hop in latency["per_hop"].items())
+    direct = any("direct" in link for link in bandwidth["links"].values())
     text = ["One hop at zero load, by link type: the router it leaves, both link layers, "
-            "the PHY pair, one frame's serialisation and the cable."]
+            "the PHY pair, one frame's serialisation and the cable." if not direct else
+            "One hop at zero load, by link type: a direct switch, no router (router: the "
+            "switch's cycles each way; link_layer: both ends' clock crossings and gearboxes; "
+            "serialisation: the PHY words of the message's EAGER word and of its first "
+            "beat), the PHY pair and the cable."]
     d = latency["diameter"]
     if d is not None:
         hops = ", ".join(f"{n} x {kind}" for kind, n in d["hops"].items())

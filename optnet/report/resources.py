@@ -72,9 +72,10 @@ COMPONENTS = ("router", "link_layers", "phy_adapters", "endpoints", "hub", "othe
 
 # Direct submodules of a node's top module, by name without the node prefix (see
 # optnet.hw.top and optnet.emit.hdl: one link layer module per distinct configuration,
-# instantiated by every port that uses it).
+# instantiated by every port that uses it). A direct node's switch counts as its router, its
+# direct links (also link_cfg<k>) as its link layers.
 _COMPONENT_OF = (
-    ("router", re.compile(r"router")),
+    ("router", re.compile(r"router|switch")),
     ("link_layers", re.compile(r"link_cfg\d+")),
     ("phy_adapters", re.compile(r"phy\d+")),
     ("endpoints", re.compile(r"ep_\w+")),

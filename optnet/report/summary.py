@@ -127,23 +127,31 @@ def _bandwidth(routed: Routed, params: ModelParams, metrics: dict) -> dict:
         lp = params.link(link)
         overhead = [(bits, round(float(channel_overhead(lp, *_packet(params, link, bits))), 5))
                     for bits in PACKET_SIZES]
-        sized = params.link_frame(link)
         links[kind] = {"phy": link.phy, "lanes": link.lanes,
                        "line_rate_bps": _bps(link.line_rate.value),
                        "encoding": round(float(lp.encoding), 5),
                        "payload_rate_bps": _bps(lp.payload_rate),
-                       "frame": {"unit_bits": params.flit_bits,
-                                 "header_units": sized.frame.header_units,
-                                 "max_flits": sized.frame.max_flits,
-                                 "replay_flits": sized.entries},
+                       "frame": None,
                        "overhead": [{"payload_bits": b, "overhead": o} for b, o in overhead]}
+        if params.direct is None:
+            sized = params.link_frame(link)
+            links[kind]["frame"] = {"unit_bits": params.flit_bits,
+                                    "header_units": sized.frame.header_units,
+                                    "max_flits": sized.frame.max_flits,
+                                    "replay_flits": sized.entries}
+        else:
+            # a direct link: a beat's PHY words, a control word's (docs/hardware.md)
+            bits = params.phy_bits[link.index]
+            links[kind]["direct"] = {"beat_bits": params.direct.width, "word_bits": bits,
+                                     "data_words": params.direct.data_words(bits),
+                                     "control_words": params.direct.control_words(bits)}
     out = {"links": links,
            "traffic": {pattern: (None if value is None else {
                "saturation_bps_per_node": value["saturation_bps_per_node"]})
                for pattern, value in metrics["traffic"].items()},
            "credits": _credits(routed, params), "multipath_bps": None}
     if cluster.topology == "full" and cluster.links:
-        rate = params.link(cluster.links[0]).payload_rate
+        rate = params.stream_rate(cluster.links[0])
         out["multipath_bps"] = _bps(multipath_rate(routed.net.size, rate))
     return out
 

@@ -198,12 +198,13 @@ class CreditLoop:
 def credit_loop(routed: Routed, params: ModelParams) -> CreditLoop | None:
     """The credit loops of ``routed``'s managed endpoints on its worst pair: the one whose
     loop (a packet there, a grant back) lasts the most packet times. None without managed
-    endpoints (whose offset is below their credit, else E117) or with a single node."""
+    endpoints (whose offset is below their credit, else E117), with a single node, or on a
+    direct cluster, whose switch's message credit replaces the endpoints' packet credit."""
     # an offset that is not below the credit is E117's; its loop has no meaning
     managed = [ep for ep in routed.cluster.desc.endpoints
                if ep.managed and endpoint_credits(ep)[2] < endpoint_credits(ep)[1]]
     n = routed.net.size
-    if not managed or n < 2:
+    if not managed or n < 2 or params.direct is not None:
         return None
     there = np.zeros((n, n))             # [destination][source]
     flit = np.zeros((n, n))

@@ -22,6 +22,7 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     WithJsonSchema,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -230,6 +231,27 @@ class ReliabilityDesc(_Model):
     """Frames held in the replay buffer (and sequence-number window)."""
 
 
+class DirectDesc(_Model):
+    """The direct switch of a fully connected cluster with `flow_control: none` (OPTWEB)."""
+
+    noun: ClassVar[str] = "the direct switch settings"
+    buffer: Size = q("32KiB", Dimension.SIZE)
+    """Receive buffer per peer node; at least `threshold`."""
+    threshold: Size = q("16KiB", Dimension.SIZE)
+    """Messages up to this size go eager (sent at once, no round trip); longer ones
+    rendezvous (sent once the receiver has answered). 0: every message rendezvous."""
+
+    @model_validator(mode="after")
+    def _eager_fits(self) -> DirectDesc:
+        # An eager message is sent whole on credit for all of it, so it must fit the buffer.
+        if self.threshold.value > self.buffer.value:
+            raise PydanticCustomError(
+                "direct_threshold", "the eager threshold ({threshold}) is larger than the "
+                "receive buffer ({buffer}), so an eager message might not fit it",
+                {"threshold": str(self.threshold), "buffer": str(self.buffer)})
+        return self
+
+
 class NetworkDesc(_Model):
     """Cluster-wide network parameters."""
 
@@ -241,7 +263,9 @@ class NetworkDesc(_Model):
     max_packet: Flits = q("16 flits", Dimension.FLITS)
     """Largest packet, header included."""
     flow_control: Literal["credit", "xon_xoff", "none"] = "credit"
-    """Link-level flow control; `none` is OPTWEB-style direct paths without back-pressure."""
+    """Link-level flow control. `none` on a fully connected cluster: OPTWEB's direct switch
+    (one hop, no router, no link layer, message-level credit; see `direct`); elsewhere
+    `none` is not implemented and the routers' link-level credit is used."""
     vcs: int = Field(2, ge=1, le=16)
     """Virtual channels per link."""
     router: RouterDesc = RouterDesc()
@@ -250,6 +274,9 @@ class NetworkDesc(_Model):
     """Link-level CRC and retransmission."""
     priorities: int = Field(1, ge=1, le=8)
     """Priority classes (CusComNet routes high-priority packets first)."""
+    direct: DirectDesc = DirectDesc()
+    """Receive buffer and eager threshold of the direct switch (`flow_control: none` on a
+    fully connected cluster)."""
 
 
 class _Generated(_Model):
