@@ -228,14 +228,16 @@ def _crossings(plan: NodePlan, board: BoardDesc, cp: ClockPlan
             raise AssertionError(f"node {plan.node}: no clock crossings known for PHY "
                                  f"'{port.phy}' of port {p}")
 
-        # The link layer (optnet.hw.link.LinkLayer): a FIFO each way, the resynchronisation
-        # pulse to the PHY side and the PHY's `up` to the network side.
+        # The link layer (optnet.hw.link.LinkLayer, or on a direct node
+        # optnet.hw.direct.DirectLink): a FIFO each way and the PHY's `up` to the network
+        # side; the link layer also sends its resynchronisation pulse to the PHY side.
         for name, write, read in (("tx_fifo", "net", user), ("rx_fifo", user, "net")):
             s, m = _fifo((*link, name), write, read)
             syncs += s
             stores += m
-        syncs += [Synchronizer((*link, "slip", "ff_sync"), "pulse", "net", user),
-                  Synchronizer((*link, "up_sync"), "level", user, "net")]
+        if plan.direct is None:
+            syncs.append(Synchronizer((*link, "slip", "ff_sync"), "pulse", "net", user))
+        syncs.append(Synchronizer((*link, "up_sync"), "level", user, "net"))
 
         # The PHY adapter (optnet.hw.phy).
         if port.phy == "lvds":
