@@ -18,7 +18,7 @@ import networkx as nx
 
 from optnet.cluster import Cluster, Link
 from optnet.diagnostics import Diagnostic
-from optnet.model import DirectParams, direct_params, endpoint_credits
+from optnet.model import DirectParams, direct_params, endpoint_credits, is_direct
 from optnet.phys import PARALLEL_REACH, PHYS
 from optnet.spec.names import check_identifier
 from optnet.spec.source import Path, SourceMap
@@ -286,6 +286,32 @@ def _check_unverified(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
     return diags
 
 
+def _check_network_kind(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
+    # Settings the schema accepts for what the papers describe but the hardware builds only
+    # in one shape: say what is built instead, rather than build it silently.
+    desc = cluster.desc
+    net = desc.network
+    diags = []
+    direct = is_direct(cluster)
+    if net.flow_control == "xon_xoff" or (net.flow_control == "none" and not direct):
+        built = ("only on fully connected clusters, with OPTWEB's direct switch"
+                 if net.flow_control == "none" else "nowhere")
+        diags.append(Diagnostic(
+            "W105", f"Cluster '{desc.name}' asks for '{net.flow_control}' flow control, which "
+            f"the generated hardware implements {built}; its link layers use credit-based flow "
+            f"control instead.", smap.at(("network", "flow_control")),
+            hint="Use flow_control: credit, which is what is built."))
+    # The default broadcast (tree) is not something a direct cluster's author asked for.
+    asked = "broadcast" in desc.routing.model_fields_set
+    if direct and asked and desc.routing.broadcast in ("tree", "cascade"):
+        diags.append(Diagnostic(
+            "W106", f"Cluster '{desc.name}' is built with the direct switch, which forwards "
+            f"nothing, so '{desc.routing.broadcast}' broadcast has no hardware: a broadcast is "
+            f"sent as one message per peer.", smap.at(("routing", "broadcast")),
+            hint="Use broadcast: unicast, which is what is built."))
+    return diags
+
+
 def _check_names(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
     return check_identifier(cluster.desc.name, "cluster name", smap.at(("name",)))
 
@@ -303,7 +329,7 @@ CHECKS: tuple[Callable[[Cluster, SourceMap], list[Diagnostic]], ...] = (
 """Checks that are meaningful on any elaborated cluster, even a partly broken one."""
 
 GLOBAL_CHECKS: tuple[Callable[[Cluster, SourceMap], list[Diagnostic]], ...] = (
-    _check_connected,
+    _check_connected, _check_network_kind,
 )
 """Checks that need the whole cluster; skipped when elaboration dropped nodes or links."""
 

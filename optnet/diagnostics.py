@@ -134,6 +134,10 @@ CODES: dict[str, Code] = _codes(
     ("W102", "packet-exceeds-buffer", "A maximum-size packet does not fit an input buffer."),
     ("W103", "unverified-pins", "A link uses a board port whose pins are not verified."),
     ("W104", "link-too-long", "A link is longer than its PHY and connector reach reliably."),
+    ("W105", "flow-control-not-built", "The network asks for a link-level flow control the "
+                                       "generated hardware does not implement."),
+    ("W106", "broadcast-not-built", "A direct cluster asks for router broadcast, which its "
+                                    "direct switch does not have: broadcasts are unicasts."),
     ("W201", "multipath-ignored", "Multipath is set but only direct routing uses it."),
     ("W301", "gtp-dual-shared", "A Virtex-5 GTP_DUAL tile is shared with a multi-lane link "
                                 "core, which instantiates its tiles whole: the ISE project "

@@ -38,8 +38,22 @@ def test_which_clusters_are_direct(tmp_path, topology, network, direct):
     result = _lint(tmp_path, topology, network)
     assert result.ok
     assert is_direct(result.cluster) is direct
+    # flow_control: none elsewhere builds credit-based routers, and says so
+    codes = [d.code for d in result.diagnostics]
+    assert ("W105" in codes) is ("none" in network and not direct)
+    assert "W106" not in codes   # the default broadcast is not asked for
     p = plan(result.routed)[0]
     assert (p.direct is not None, p.router is None) == (direct, direct)
+
+
+@pytest.mark.parametrize(("broadcast", "warned"), [
+    ("tree", True), ("cascade", True), ("unicast", False), ("none", False)])
+def test_router_broadcast_on_a_direct_cluster_is_a_warning(tmp_path, broadcast, warned):
+    result = _lint(tmp_path, extra=f"routing: {{algorithm: direct, broadcast: {broadcast}}}\n")
+    assert result.ok
+    found = [(d.code, d.location.line, d.location.column) for d in result.diagnostics
+             if d.code == "W106"]
+    assert found == ([("W106", 6, 41)] if warned else [])
 
 
 def test_optweb_plan():

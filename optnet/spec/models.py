@@ -264,8 +264,9 @@ class NetworkDesc(_Model):
     """Largest packet, header included."""
     flow_control: Literal["credit", "xon_xoff", "none"] = "credit"
     """Link-level flow control. `none` on a fully connected cluster: OPTWEB's direct switch
-    (one hop, no router, no link layer, message-level credit; see `direct`); elsewhere
-    `none` is not implemented and the routers' link-level credit is used."""
+    (one hop, no router, no link layer, message-level credit; see `direct`). `xon_xoff`
+    (BEE3's), and `none` elsewhere, are not built: the routers' link-level credit is used,
+    with warning W105."""
     vcs: int = Field(2, ge=1, le=16)
     """Virtual channels per link."""
     router: RouterDesc = RouterDesc()
