@@ -198,12 +198,7 @@ class NodeTop(wiring.Component):
         ups = []
         for port in plan.ports:
             p = port.port
-            if self.parts is None:
-                m.submodules[f"link{p}"] = link = LinkLayer(port.link)
-            else:
-                link = instantiate(m, f"link{p}", self.parts.links[_shared(port.link)],
-                                   LinkLayer.signature_of(port.link),
-                                   {"sync": "sync", SHARED_PHY_DOMAIN: port.link.phy_domain})
+            link = self._link(m, LinkLayer, port)
             wiring.connect(m, router.out[p], link.tx_flit)
             wiring.connect(m, link.rx_flit, router.inp[p])
             m.d.comb += [link.cred_local.eq(router.cred_out[p]),
@@ -213,6 +208,18 @@ class NodeTop(wiring.Component):
         if ups:
             m.d.comb += self.link_up.eq(Cat(ups))
         return m
+
+    def _link(self, m: Module, cls: type, port) -> wiring.Component:
+        """Port ``port``'s link (``cls``: :class:`~optnet.hw.link.LinkLayer` or
+        :class:`~optnet.hw.direct.DirectLink`), built here or, with shared parts, an
+        instance of the part for its configuration."""
+        p = port.port
+        if self.parts is None:
+            m.submodules[f"link{p}"] = link = cls(port.link)
+            return link
+        return instantiate(m, f"link{p}", self.parts.links[_shared(port.link)],
+                           cls.signature_of(port.link),
+                           {"sync": "sync", SHARED_PHY_DOMAIN: port.link.phy_domain})
 
     def _phy(self, m: Module, port, link) -> None:
         """Connect the PHY side of ``port``'s ``link`` (``phy_tx``, ``phy_rx``, ``phy_up``)
@@ -280,13 +287,7 @@ class NodeTop(wiring.Component):
             ]
         ups = []
         for i, port in enumerate(plan.ports):
-            p = port.port
-            if self.parts is None:
-                m.submodules[f"link{p}"] = link = DirectLink(port.link)
-            else:
-                link = instantiate(m, f"link{p}", self.parts.links[_shared(port.link)],
-                                   DirectLink.signature_of(port.link),
-                                   {"sync": "sync", SHARED_PHY_DOMAIN: port.link.phy_domain})
+            link = self._link(m, DirectLink, port)
             wiring.connect(m, switch.tx[i], link.tx)
             wiring.connect(m, link.rx, switch.rx[i])
             m.d.comb += switch.up[i].eq(link.up)
