@@ -19,14 +19,18 @@ MODELINE = {"examples": "# yaml-language-server: $schema=../schema/cluster.schem
 # Warnings each shipped file is allowed: unverified pins of boards whose pin-out is not public.
 # (The papers' Virtex-5 systems that run two one-lane links per GTP_DUAL tile, BEE3's Eight-x1
 # and CusComNet, lint without W301: optnet wraps those tiles itself.)
+# A preset describes its paper's system as published, so it may ask for what optnet builds
+# differently (W105: BEE3's XON/XOFF); the examples built from it ask for what is built.
 ALLOWED = {"W103"}
+ALLOWED_IN_PRESETS = ALLOWED | {"W105"}
 
 
 @pytest.mark.parametrize("path", EXAMPLES + PRESETS + BOARDS, ids=lambda p: p.stem)
 def test_lint_clean(path: Path):
     result = linted(path)
     assert [d for d in result.diagnostics if d.severity is Severity.ERROR] == []
-    assert {d.code for d in result.diagnostics} <= ALLOWED
+    allowed = ALLOWED_IN_PRESETS if path.parent.name == "topologies" else ALLOWED
+    assert {d.code for d in result.diagnostics} <= allowed
     assert path.read_text().splitlines()[0] == MODELINE[path.parent.name]
 
 

@@ -41,8 +41,7 @@ set_false_path -from [get_clocks clk_ref] -to [get_clocks {pll|*outclk0}]
 
 # net -> sl3_0: Gray pointers net/link1/tx_fifo/produce_cdc, net/link1/rx_fifo/consume_cdc,
 # net/link2/tx_fifo/produce_cdc, net/link2/rx_fifo/consume_cdc, net/link3/tx_fifo/produce_cdc,
-# net/link3/rx_fifo/consume_cdc; pulses net/link1/slip/ff_sync, net/link2/slip/ff_sync,
-# net/link3/slip/ff_sync; resets net/link1/tx_fifo/rst_cdc, net/link2/tx_fifo/rst_cdc,
+# net/link3/rx_fifo/consume_cdc; resets net/link1/tx_fifo/rst_cdc, net/link2/tx_fifo/rst_cdc,
 # net/link3/tx_fifo/rst_cdc; FIFO storage net/link1/tx_fifo/storage, net/link2/tx_fifo/storage,
 # net/link3/tx_fifo/storage.
 set_false_path -from [get_clocks {pll|*outclk0}] -to [get_clocks {pll|*outclk2}]
