@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from optnet.hw.linkmodel import LinkModel  # noqa: E402
 from optnet.hw.top import NodeTop  # noqa: E402
 from optnet.lint import lint_file  # noqa: E402
-from optnet.model import model_params  # noqa: E402
+from optnet.model import ends, hop, model_params  # noqa: E402
 from optnet.plan import plan  # noqa: E402
 from optnet.report.collectives import (  # noqa: E402
     cuscomnet_broadcast,
@@ -180,7 +180,6 @@ class Cluster:
                         m_axis = getattr(top, f"{name}_m_axis")
                         if ctx.get(m_axis.valid):
                             word = ctx.get(m_axis.payload.tdata)
-                            state.setdefault("seen", {})[word >> 16, node] = word & 0xFFFF
                             if (word & 0xFFFF) == beats.get(word >> 16, 0) - 1:
                                 state["done"][word >> 16, node] = cycle
                 if watch is not None:
@@ -222,31 +221,48 @@ def background(cluster: Cluster, load: float, cycles: int, seed: int) -> list[It
 
 
 def measure(cluster: Cluster, source: str, sizes, load: float = 0.0, seed: int = 1,
-            gap: int = 300) -> dict[tuple[int, int], int]:
+            unicast: bool = False) -> dict[tuple[int | str, int], int]:
     """Broadcast times in network cycles, by (endpoint, bytes): the source's endpoints each
-    broadcast one message of each size in turn, ``gap`` cycles apart, over ``load``."""
+    broadcast one message of each size in turn, each well after the one before has arrived
+    everywhere, over a background of ``load``. With ``unicast``, also the time of a unicast
+    of each size from the first endpoint to the node farthest from the source, by
+    (``"unicast"``, bytes)."""
     items, tags = [], {}
-    start = 400 if load else 0       # the background settles first
+    start = 400 if load else 100    # the links' credits settle, the background too
+    net = cluster.routed.net
+    names = [n.name for n in cluster.routed.cluster.nodes]
+    root = names.index(source)
+    far = max(range(net.size), key=lambda d: len(cluster.routed.routing.path(net, root, d)))
     for size in sizes:
-        for e, width in enumerate(cluster.widths):
+        sends = [(e, None) for e in range(len(cluster.widths))]
+        if unicast:
+            sends.append(("unicast", names[far]))
+        for e, dst in sends:
             tag = len(tags) + 1
-            tags[tag] = (e, size)
-            items.append(Item(source, e, start, None, math.ceil(8 * size / width), tag))
-            start += gap
+            tags[tag] = (e, size), dst
+            beats = math.ceil(8 * size / cluster.widths[0 if dst else e])
+            items.append(Item(source, 0 if dst else e, start,
+                              None if dst is None else cluster.ids[dst], beats, tag))
+            # a broadcast takes about 600 cycles for its first packet and 400 for each
+            # further one on CusComNet's torus (see the docs); leave it twice that
+            start += 2 * (200 + 400 * math.ceil(beats / (cluster.broadcast_flits - 1)))
     others = [p.node for p in cluster.plans if p.node != source]
-    items += background(cluster, load, start + 20 * gap, seed)
+    items += background(cluster, load, start + 2000, seed)
+
+    def reached(state, tag, dst):
+        return [state["done"].get((tag, n)) for n in (others if dst is None else [dst])]
 
     def until(state):
-        return all((tag, n) in state["done"] for tag in tags for n in others) or (
-            state["up"] is not None and state["cycle"] > state["up"] + start + 40 * gap)
+        return all(None not in reached(state, tag, dst) for tag, (_, dst) in tags.items()) or (
+            state["up"] is not None and state["cycle"] > state["up"] + 2 * start)
 
     state = cluster.run(items, until)
     times = {}
-    for tag, key in tags.items():
-        reached = [state["done"].get((tag, n)) for n in others]
-        if None in reached or tag not in state["started"]:
-            raise SystemExit(f"broadcast {key} did not reach every node")
-        times[key] = max(reached) - state["started"][tag]
+    for tag, (key, dst) in tags.items():
+        ends = reached(state, tag, dst)
+        if None in ends or tag not in state["started"]:
+            raise SystemExit(f"{key} did not arrive everywhere")
+        times[key] = max(ends) - state["started"][tag]
     return times
 
 
@@ -276,6 +292,22 @@ def model(cluster: Cluster, size: int, built: bool, queueing: Fraction = Fractio
                                params.cycles(params.router_cycles), t_a, queueing=queueing)
 
 
+def unicast_model(cluster: Cluster, source: str, size: int) -> Fraction:
+    """The report's zero-load latency (:mod:`optnet.model`) of a ``size``-byte unicast from
+    ``source`` to the node farthest from it, to its last beat: the head's latency, then its
+    flits streaming at the link's flit time."""
+    params, net = cluster.params, cluster.routed.net
+    names = [n.name for n in cluster.routed.cluster.nodes]
+    root = names.index(source)
+    far = max(range(net.size), key=lambda d: len(cluster.routed.routing.path(net, root, d)))
+    head = ends(params).total + sum(
+        (hop(params, cluster.routed.cluster.links[c // 2]).total
+         for c in cluster.routed.routing.path(net, root, far)), Fraction(0))
+    beats = math.ceil(8 * size / cluster.widths[0])
+    flits = beats + math.ceil(beats / (cluster.max_packet - 1))
+    return head + (flits - 1) * params.flit_time(cluster.link)
+
+
 def queueing_term(cluster: Cluster, load: float, window: Fraction) -> Fraction:
     """Eq. 2's ``T_q`` for the background of :func:`background` over ``window`` seconds."""
     if not load:
@@ -302,6 +334,8 @@ def main() -> None:
     parser.add_argument("--loads", default="0",
                         help="background unicast loads (share of the links' rate)")
     parser.add_argument("--source", default="n0")
+    parser.add_argument("--unicast", action="store_true",
+                        help="also time a unicast of each size to the farthest node")
     args = parser.parse_args()
     cluster = Cluster(args.example)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -314,9 +348,13 @@ def main() -> None:
     print(f"{'load':>5} {'endpoint':>9} {'bytes':>6} {'measured us':>12} {'report us':>10} "
           f"{'as built us':>12}")
     for load in (float(x) for x in args.loads.split(",")):
-        times = measure(cluster, args.source, sizes, load)
-        for (e, size), cycles in sorted(times.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        times = measure(cluster, args.source, sizes, load, unicast=args.unicast)
+        for (e, size), cycles in sorted(times.items(), key=lambda kv: (kv[0][1], str(kv[0][0]))):
             measured = cycles * us
+            if e == "unicast":
+                report = float(unicast_model(cluster, args.source, size)) * 1e6
+                print(f"{load:>5.2f} {'unicast':>9} {size:>6} {measured:>12.3f} {report:>10.3f}")
+                continue
             t_q = queueing_term(cluster, load, Fraction(cycles) / cluster.net_hz)
             report = float(model(cluster, size, False, t_q)) * 1e6
             built = float(model(cluster, size, True, t_q)) * 1e6
