@@ -40,8 +40,8 @@ from optnet.model import MIN_TAG_BITS
 from optnet.routing.tables import clog2
 
 __all__ = ["CASCADE_SEQ_BITS", "KIND_CREDIT", "KIND_DATA", "CascadeConfig", "DirectConfig",
-           "DirectLinkConfig", "EndpointConfig",
-           "FlitFormat", "LinkConfig", "RouterConfig", "clog2", "table_layout"]
+           "DirectLinkConfig", "EndpointConfig", "FlitFormat", "LinkConfig", "RouterConfig",
+           "clog2", "table_layout"]
 
 
 #: Header ``kind`` of a packet that carries user data.
@@ -605,6 +605,9 @@ class DirectLinkConfig:
         for _ in range(-(-self.phy_width // 64)):
             repeated = repeated << 64 | _ESCAPE
         return repeated & ((1 << self.phy_width) - 1)
+
+
+@dataclass(frozen=True)
 class CascadeConfig:
     """Parameters of a node's cascade unit (:class:`~optnet.hw.cascade.CascadeUnit`), the
     hardware of ``routing.broadcast: cascade``.
