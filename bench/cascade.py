@@ -69,6 +69,10 @@ from optnet.report.collectives import (  # noqa: E402
 
 SIZES = (64, 1024)
 
+#: Cycles between a measured message arriving everywhere and the next one starting: the
+#: copies of its last packet return to the source (rule 2) and the flood drains.
+SETTLE = 200
+
 #: Network cycles from the cycle a cascade unit takes a new broadcast's tail from the local
 #: output to the cycle it offers the stored packet's head to the hub (which passes it to the
 #: router in that cycle): two through the FIFO of ready slots, two for the slot's
@@ -115,11 +119,13 @@ class Cluster:
         self.max_packet = ep[0].max_packet
         self.priorities = [e.priority for e in ep]
 
-    def run(self, items: list[Item], until, max_cycles: int = 200_000, watch=None) -> dict:
+    def run(self, items: list[Item], until, max_cycles: int = 200_000, gate=None) -> dict:
         """Simulate ``items`` (each endpoint's in order of ``start``) until ``until(state)``
         holds; returns ``{"started": {tag: cycle}, "done": {(tag, node): cycle},
         "up": cycle}``: the cycle each frame's first beat was taken, the cycle its last beat
-        reached each node, and the cycle every link was up (item starts count from it)."""
+        reached each node, and the cycle every link was up (item starts count from it).
+        ``gate(state, item)``, if given, is the cycle from which ``item`` may start (None:
+        not yet) instead of ``start`` cycles after every link was up."""
         m = Module()
         tops = {}
         for p in self.plans:
@@ -156,6 +162,9 @@ class Cluster:
 
         async def bench(ctx):
             cursor = {key: [0, 0] for key in queues}
+            # what each s_axis was last driven with: a value is set only when it changes,
+            # as every set costs a propagation through the whole cluster
+            driven = dict.fromkeys(queues)
             for cycle in range(max_cycles):
                 state["cycle"] = cycle
                 if state["up"] is None and all(
@@ -166,21 +175,30 @@ class Cluster:
                 for (node, e), queue in queues.items():
                     s_axis = getattr(tops[node], f"{names[e]}_s_axis")
                     k = cursor[node, e]
-                    if up is not None and k[0] < len(queue) and cycle >= up + queue[k[0]].start:
+                    at = None
+                    if up is not None and k[0] < len(queue):
+                        at = up + queue[k[0]].start if gate is None else gate(state, queue[k[0]])
+                    beat = None
+                    if at is not None and cycle >= at:
                         it = queue[k[0]]
-                        ctx.set(s_axis.valid, 1)
-                        ctx.set(s_axis.payload, {
-                            "tdata": it.tag << 16 | k[1], "tlast": k[1] == it.beats - 1,
-                            "tdest": 0 if it.dst is None else it.dst,
-                            "tuser": it.dst is None})
-                    else:
-                        ctx.set(s_axis.valid, 0)
-                for top in tops.values():
-                    for name in names:
-                        ctx.set(getattr(top, f"{name}_m_axis").ready, 1)
+                        beat = (it.tag << 16 | k[1], k[1] == it.beats - 1,
+                                0 if it.dst is None else it.dst, it.dst is None)
+                    if beat != driven[node, e]:
+                        if beat is not None:
+                            ctx.set(s_axis.payload, dict(zip(
+                                ("tdata", "tlast", "tdest", "tuser"), beat, strict=True)))
+                        if (beat is None) != (driven[node, e] is None):
+                            ctx.set(s_axis.valid, beat is not None)
+                        driven[node, e] = beat
+                if cycle == 0:
+                    # every user takes every beat at once (set once: each set costs a
+                    # propagation of the whole cluster)
+                    for top in tops.values():
+                        for name in names:
+                            ctx.set(getattr(top, f"{name}_m_axis").ready, 1)
                 for (node, e), queue in queues.items():
                     s_axis = getattr(tops[node], f"{names[e]}_s_axis")
-                    if ctx.get(s_axis.valid) and ctx.get(s_axis.ready):
+                    if driven[node, e] is not None and ctx.get(s_axis.ready):
                         k = cursor[node, e]
                         if k[1] == 0:
                             state["started"][queue[k[0]].tag] = cycle
@@ -194,8 +212,6 @@ class Cluster:
                             word = ctx.get(m_axis.payload.tdata)
                             if (word & 0xFFFF) == beats.get(word >> 16, 0) - 1:
                                 state["done"][word >> 16, node] = cycle
-                if watch is not None:
-                    watch(ctx, tops, state)
                 await ctx.tick()
                 if until(state):
                     break
@@ -235,11 +251,11 @@ def background(cluster: Cluster, load: float, cycles: int, seed: int) -> list[It
 def measure(cluster: Cluster, source: str, sizes, load: float = 0.0, seed: int = 1,
             unicast: bool = False) -> dict[tuple[int | str, int], int]:
     """Broadcast times in network cycles, by (endpoint, bytes): the source's endpoints each
-    broadcast one message of each size in turn, each well after the one before has arrived
-    everywhere, over a background of ``load``. With ``unicast``, also the time of a unicast
-    of each size from the first endpoint to the node farthest from the source, by
-    (``"unicast"``, bytes)."""
-    items, tags = [], {}
+    broadcast one message of each size in turn, each :data:`SETTLE` cycles after the one
+    before has arrived everywhere, over a background of ``load``. With ``unicast``, also the
+    time of a unicast of each size from the first endpoint to the node farthest from the
+    source, by (``"unicast"``, bytes)."""
+    items, tags, after = [], {}, {}
     start = 400 if load else 100    # the links' credits settle, the background too
     net = cluster.routed.net
     names = [n.name for n in cluster.routed.cluster.nodes]
@@ -252,11 +268,13 @@ def measure(cluster: Cluster, source: str, sizes, load: float = 0.0, seed: int =
         for e, dst in sends:
             tag = len(tags) + 1
             tags[tag] = (e, size), dst
+            after[tag] = tag - 1 if tag > 1 else None
             beats = math.ceil(8 * size / cluster.widths[0 if dst else e])
             items.append(Item(source, 0 if dst else e, start,
                               None if dst is None else cluster.ids[dst], beats, tag))
             # a broadcast takes about 600 cycles for its first packet and 400 for each
-            # further one on CusComNet's torus (see the docs); leave it twice that
+            # further one on CusComNet's torus (see the docs): twice that bounds the run
+            # and orders the source's items (each starts once the one before has arrived)
             start += 2 * (200 + 400 * math.ceil(beats / (cluster.broadcast_flits - 1)))
     others = [p.node for p in cluster.plans if p.node != source]
     items += background(cluster, load, start + 2000, seed)
@@ -264,11 +282,19 @@ def measure(cluster: Cluster, source: str, sizes, load: float = 0.0, seed: int =
     def reached(state, tag, dst):
         return [state["done"].get((tag, n)) for n in (others if dst is None else [dst])]
 
+    def gate(state, item):
+        up = state["up"]
+        prev = after.get(item.tag) if item.tag < 0x8000 else None
+        if prev is None:
+            return up + item.start
+        ends = reached(state, prev, tags[prev][1])
+        return None if None in ends else max(ends) + SETTLE
+
     def until(state):
         return all(None not in reached(state, tag, dst) for tag, (_, dst) in tags.items()) or (
             state["up"] is not None and state["cycle"] > state["up"] + 2 * start)
 
-    state = cluster.run(items, until)
+    state = cluster.run(items, until, gate=gate)
     times = {}
     for tag, (key, dst) in tags.items():
         ends = reached(state, tag, dst)
