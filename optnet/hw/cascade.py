@@ -72,21 +72,56 @@ class _Mode(enum.Enum, shape=3):
 
 
 def slot_layout(config: CascadeConfig) -> data.StructLayout:
-    """A word of the broadcast buffer: a flit without its ``vc``."""
+    """A word of the broadcast buffer: a flit without its ``vc`` (the hub picks the VC a
+    forward leaves on, as for the endpoint's own packets).
+
+    Parameters
+    ----------
+    config : CascadeConfig
+
+    Returns
+    -------
+    data.StructLayout
+        ``data`` (``config.fmt.width`` bits), ``head``, ``tail``.
+    """
     return data.StructLayout({"data": config.fmt.width, "head": 1, "tail": 1})
 
 
 def state_layout(config: CascadeConfig) -> data.StructLayout:
-    """A source's entry of the state memory: the number of the broadcast stored last
-    (``last``), the copies of it received (``got``), the copies of the one before still to
-    come (``pend``)."""
+    """A source's entry of the state memory.
+
+    Parameters
+    ----------
+    config : CascadeConfig
+
+    Returns
+    -------
+    data.StructLayout
+        ``last``: the number of the broadcast stored last (:data:`CASCADE_SEQ_BITS` bits);
+        ``got``: the copies of it received whole, ``0 .. config.links``; ``pend``: the
+        copies of the one before still to come, ``0 .. config.links``. A source is ready to
+        forward ``last`` when ``pend`` is 0; a new number is taken only then.
+    """
     copies = range(config.links + 1)
     return data.StructLayout({"last": CASCADE_SEQ_BITS, "got": copies, "pend": copies})
 
 
 def _times(value, factor: int):
     """``value * factor`` as a sum of shifts: a constant multiplier that synthesis does not
-    put in a DSP block."""
+    put in a DSP block.
+
+    Parameters
+    ----------
+    value : Value
+        Unsigned.
+    factor : int
+        At least 1.
+
+    Returns
+    -------
+    Value
+        Wide enough for the product (each shift and sum widens it).
+    """
     terms = [value << b for b in range(factor.bit_length()) if factor >> b & 1]
     total = terms[0]
     for term in terms[1:]:
@@ -110,7 +145,10 @@ class CascadeUnit(wiring.Component):
         broadcast has come back from every link; it leaves with the next sequence number.
     ep_out : Out(stream.Signature(flit)).array(E)
         To the hub's ``ep_tx``: each endpoint's packets and the forwarded broadcasts
-        addressed to that endpoint, whole packets in turn.
+        addressed to that endpoint, whole packets in turn. Contract: at most one of them is
+        ready in a cycle (the hub takes one packet at a time,
+        :class:`~optnet.hw.endpoint.LocalHub`), so two endpoints' broadcast heads never
+        leave in the same cycle with the same number.
     net_in : In(stream.Signature(flit))
         The router's local output (one packet at a time).
     net_out : Out(stream.Signature(flit))
