@@ -643,9 +643,3 @@ class CascadeConfig:
     def slots(self) -> int:
         """Broadcast buffer slots: one per source id of ``fmt.id_bits`` bits."""
         return 1 << self.fmt.id_bits
-
-    @property
-    def buffer_bits(self) -> int:
-        """Bits of the broadcast buffer: a slot of ``packet_flits`` flits (without their
-        ``vc``) per source."""
-        return self.slots * self.packet_flits * (self.fmt.width + 2)
