@@ -214,6 +214,13 @@ def _check_buffers(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
             buffer = ep.buffer.count if ep.buffer is not None else 64
             init = ep.init_budget if ep.init_budget is not None else 1
             endpoint_bits += (buffer + init * len(cluster.nodes)) * packet
+    # A cascade broadcast's buffer: a slot per source id, of the longest broadcast packet
+    # (optnet.routing.proof.broadcast_flits), each flit with its head and tail bits.
+    cascade = 0
+    if cluster.desc.routing.broadcast == "cascade":
+        ids = 1 << max(1, max(n.id for n in cluster.nodes).bit_length())
+        flits = min(net.max_packet.count, net.router.buffer.count + 1)
+        cascade = ids * flits * (net.flit_width + 2)
     diags = []
     reported: set[tuple] = set()
     for node in cluster.nodes:
@@ -221,16 +228,17 @@ def _check_buffers(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
         router = radix * net.vcs * net.router.buffer.count * net.flit_width
         replay = ports[node.name] * net.reliability.window * packet \
             if net.reliability.retransmit != "none" else 0
-        need = router + replay + endpoint_bits
+        need = router + replay + endpoint_bits + cascade
         bram = node.board.resources.bram
         have = bram.blocks * bram.size.value
         key = (node.board.name, need)
         if need > have and key not in reported:
             reported.add(key)
+            broadcast = f", cascade {_q(cascade, Dimension.SIZE)}" if cascade else ""
             diags.append(Diagnostic(
                 "E113", f"Node '{node.name}' needs {_q(need, Dimension.SIZE)} of buffer "
                 f"(router {_q(router, Dimension.SIZE)}, replay {_q(replay, Dimension.SIZE)}, "
-                f"endpoints {_q(endpoint_bits, Dimension.SIZE)}), but board "
+                f"endpoints {_q(endpoint_bits, Dimension.SIZE)}{broadcast}), but board "
                 f"'{node.board.name}' has {_q(have, Dimension.SIZE)} of block RAM.",
                 smap.at(node.origin)))
     if net.router.buffer.count < net.max_packet.count:

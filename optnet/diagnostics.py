@@ -109,8 +109,6 @@ CODES: dict[str, Code] = _codes(
      "for."),
     ("E302", "header-exceeds-flit", "The packet header does not fit one flit."),
     ("E303", "endpoint-exceeds-flit", "An endpoint's beat is wider than a flit."),
-    ("E304", "broadcast-without-hardware", "The broadcast mode has no hardware that works on "
-     "this network."),
     ("E305", "packet-without-data", "A maximum packet has no room for data after its "
      "header."),
     ("E310", "clock-unreachable", "A board's PLL cannot make the clocks a node needs."),

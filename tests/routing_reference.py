@@ -22,9 +22,9 @@ from optnet.routing.proof import Channel, Waits, _channels_of
 
 def prove_reference(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
           waits: Waits) -> tuple:
-    """Build the wait graph of ``routing`` and ``broadcast`` (its trees; a ``cascade``
-    broadcast stores floods before forwarding them and adds no wait) with VC classes folded
-    onto ``vcs`` VCs and the hardware's ``waits``, and look for a cycle."""
+    """Build the wait graph of ``routing`` and ``broadcast`` (its trees, or for ``cascade``
+    and ``unicast`` its one-hop fan-outs) with VC classes folded onto ``vcs`` VCs and the
+    hardware's ``waits``, and look for a cycle."""
     ids = _Ids(len(net.src), vcs, net.size)
     V, top, dst, big = vcs, vcs - 1, net.dst, ids.size
     # (channel, VC) pairs as k = channel * V + vc; W(k) = 2k, F(k) = 2k + 1, and an edge
@@ -51,7 +51,7 @@ def prove_reference(net: Network, routing: Routing, broadcast: Broadcast | None,
         route.update(ids.inject_f(n, v) * big + 2 * k for v in waits.inject_vcs)
     route.update((2 * k + 1) * big + ids.eject_w(dst[k // V]) for k in into)
     tree, sibling = (_branches(net, broadcast, top, waits, ids)
-                     if broadcast is not None and broadcast.mode != "cascade" else (set(), set()))
+                     if broadcast is not None else (set(), set()))
     used.update(e % big >> 1 for e in tree if e % big < ids.links)
     graph = nx.DiGraph()
     for edges in (route, tree, sibling):
@@ -300,14 +300,9 @@ def broadcast_reference(net: Network, routing: Routing, mode: str) -> tuple:
     """Plan broadcasts from every node in ``mode`` (``tree``, ``cascade`` or ``unicast``)."""
     n = net.size
     everything = [sum(1 << p for p in range(len(net.ports[v]))) for v in range(n)]
-    if mode == "cascade":
-        masks = tuple(tuple(everything) for _ in range(n))
-        return Broadcast(mode, masks,
-                         "cascade floods are stored in each node's broadcast buffer (one "
-                         "outstanding broadcast per source) before being forwarded, so they "
-                         "add no channel dependency; duplicates are dropped by packet id")
-    if mode == "unicast":
-        # One copy per direct link, made by the source's router; each neighbour delivers it.
+    if mode in ("cascade", "unicast"):
+        # One copy per link, made by the router of the node that sends it (in a cascade,
+        # every node sends each broadcast on under its own group); each neighbour delivers it.
         masks = tuple(tuple((1 << LOCAL) if v != s else everything[s] & ~(1 << LOCAL)
                             for v in range(n)) for s in range(n))
         return Broadcast(mode, masks,

@@ -159,3 +159,18 @@ topology: {kind: ring, nodes: 3}
 def test_nothing_is_written(tmp_path):
     _lint(tmp_path, "topology: {kind: ring, nodes: 3}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+
+
+def test_the_cascade_broadcast_buffer_counts_against_block_ram(tmp_path):
+    # A cascade unit keeps a slot of the longest broadcast packet per source id: 128 ids of
+    # 16 flits of 258 bits (64.5 KiB) on top of the router and replay buffers (35 KiB)
+    # overflow an ECP5-12F's 72 KiB, where tree broadcast fits.
+    text = ("defaults: {board: ulx3s_12f}\n"
+            "topology: {kind: ring, nodes: 128, link: {phy: lvds, lanes: 2, "
+            "line_rate: 400Mbps}}\n"
+            "network: {flit_width: 256, max_packet: 16 flits, router: {buffer: 16 flits}}\n")
+    assert "E113" not in [d.code for d in _lint(tmp_path, text).diagnostics]
+    found = _lint(tmp_path, text + "routing: {broadcast: cascade}\n").diagnostics
+    assert [d.message for d in found if d.code == "E113"] == [
+        "Node 'n0' needs 99.5KiB of buffer (router 3KiB, replay 32KiB, endpoints 0b, cascade "
+        "64.5KiB), but board 'ulx3s_12f' has 72KiB of block RAM."]

@@ -32,7 +32,9 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
     deadlock). ``reset``: ``(node, cycle)``, every domain of that node reset for 5 cycles
     from that cycle on, its user logic too (it goes on with its next packet). Returns the
     expected and received packets per flow and the run's state (``done["started"]``: the
-    cycle each packet's first beat was taken, by (node, endpoint, index))."""
+    cycle each packet's first beat was taken, by (node, endpoint, index); ``done["arrived"]``:
+    the cycles its last beat was taken at its destinations, by (source id, endpoint,
+    index))."""
     _, plans = build(name)
     m = Module()
     tops = {}
@@ -109,6 +111,7 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
         got_total = 0
         last_progress = 0
         started = done["started"] = {}
+        arrived = done["arrived"] = defaultdict(list)
         for cycle in range(max_cycles):
             resetting = reset is not None and reset[1] <= cycle < reset[1] + 5
             for cd in own.values():
@@ -151,6 +154,7 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
                     if beat.tlast:
                         packet = tuple(partial.pop(key))
                         received[(*key, packet[0] >> 11 & 1)].append(packet)
+                        arrived[packet[0] >> 12, e, packet[0] & 0x7FF].append(cycle)
                         got_total += 1
                         last_progress = cycle
             await ctx.tick()
@@ -219,6 +223,39 @@ def test_a_short_ring_run_delivers_every_packet_once_in_order():
     # The fast tier's whole-cluster simulation: a few packets per endpoint, 20 % broadcasts.
     expected, received, done = simulate("ring4", packets_per_endpoint=6, bcast=0.2, seed=5)
     assert not done["partial"] and received == expected, f"after {done['cycles']} cycles"
+
+
+def test_a_short_cascade_run_delivers_every_broadcast_once():
+    # The fast tier's cascade flood: a ring whose nodes forward each broadcast on both
+    # links and drop the copy that comes round the other way, among unicasts of two
+    # priority classes.
+    expected, received, done = simulate("ring3_cascade", packets_per_endpoint=3, bcast=0.5,
+                                        seed=2)
+    assert not done["partial"] and received == expected, f"after {done['cycles']} cycles"
+    assert all(v == 0 for v in done["dropped"].values())
+
+
+@pytest.mark.slow
+def test_cascade_on_a_4x4_torus_delivers_every_broadcast_once_under_load():
+    # Issue 20: CusComNet's network, cascade broadcast. Every endpoint of every node sends
+    # random unicasts and broadcasts (the two endpoints in different priority classes),
+    # users taking beats at random: every broadcast reaches every other node exactly once,
+    # in its source's order, every unicast arrives once, nothing is dropped. A broadcast
+    # takes a path of up to four links (k^ = 4), each node storing it whole and forwarding
+    # it once its predecessor's copies are in.
+    expected, received, done = simulate("torus4x4_cascade", packets_per_endpoint=3,
+                                        bcast=0.3, seed=3, stall=5000)
+    assert not done["partial"]
+    assert all(v == 0 for v in done["dropped"].values())
+    assert set(received) <= set(expected)
+    for key, packets in expected.items():
+        assert received.get(key, []) == packets, f"flow {key} after {done['cycles']} cycles"
+    broadcasts = [(node, e, i) for (node, e), items in done["traffic"].items()
+                  for i, (dst, _) in enumerate(items) if dst is None]
+    assert len(broadcasts) >= 10 and len({node for node, _, _ in broadcasts}) >= 8
+    ids = _ids("torus4x4_cascade")
+    for node, e, i in broadcasts:
+        assert len(done["arrived"][ids[node], e, i]) == 15
 
 
 @pytest.mark.slow

@@ -11,9 +11,10 @@ from __future__ import annotations
 import pytest
 from amaranth.sim import Simulator
 
+from optnet.hw.cascade import CascadeUnit
 from optnet.hw.endpoint import Endpoint, LocalHub
 from optnet.hw.router import Router
-from optnet.plan.configs import EndpointConfig, FlitFormat, RouterConfig
+from optnet.plan.configs import CascadeConfig, EndpointConfig, FlitFormat, RouterConfig
 from optnet.routing.proof import Waits, broadcast_flits
 
 FMT = FlitFormat(width=32, vcs=2, id_bits=3)
@@ -189,6 +190,58 @@ def test_an_endpoint_receives_while_its_sends_are_blocked():
     sim.add_testbench(bench)
     sim.run()
     assert sorted(delivered) == sorted(s << 8 | k for s in sources for k in range(per_source))
+
+
+def test_the_cascade_unit_receives_while_its_forwards_are_blocked():
+    # The unit on the local output is a sink too: with the hub never taking a forward, it
+    # still takes a new broadcast from every source (each into its own slot), every copy
+    # and every unicast, passing the new broadcasts and unicasts on as the endpoints take
+    # them; only its own endpoints' broadcasts wait (for their copies to come back).
+    cfg = CascadeConfig(FMT, endpoints=2, links=3, packet_flits=4)
+    unit = CascadeUnit(cfg)
+    me = 0
+    sources = [s for s in range(1 << FMT.id_bits) if s != me]
+    delivered = []
+
+    async def bench(ctx):
+        ctx.set(unit.node_id, me)
+        ctx.set(unit.net_out.ready, 1)
+        for i in range(cfg.endpoints):
+            ctx.set(unit.ep_out[i].ready, 0)
+        packets = []
+        for copy in range(cfg.links):
+            for s in sources:
+                head = FMT.pack_header(dst=(s + copy) % 8, src=s, mcast=1, dst_ep=s % 2,
+                                       arg=0)
+                packets.append([(head, 1, 0), (s << 8 | copy, 0, 0), (s << 8 | 9, 0, 1)])
+            packets.append([(FMT.pack_header(dst=me, src=copy + 1), 1, 0),
+                            (0xF00 | copy, 0, 1)])
+        flits = [f for p in packets for f in p]
+        for _ in range(4 * len(flits)):
+            if flits:
+                data, head, tail = flits[0]
+                ctx.set(unit.net_in.valid, 1)
+                ctx.set(unit.net_in.payload, {"data": data, "head": head, "tail": tail,
+                                              "vc": 0})
+            else:
+                ctx.set(unit.net_in.valid, 0)
+            if flits and ctx.get(unit.net_in.ready):
+                flits.pop(0)
+            if ctx.get(unit.net_out.valid) and not ctx.get(unit.net_out.payload.head):
+                delivered.append(ctx.get(unit.net_out.payload.data))
+            await ctx.tick()
+        assert not flits
+        # the forwards wait at the hub's inputs
+        assert any(ctx.get(unit.ep_out[i].valid) for i in range(cfg.endpoints))
+
+    sim = Simulator(unit)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    # each broadcast once (its first copy), each unicast
+    assert sorted(d for d in delivered if d >> 8 != 0xF) == sorted(
+        [s << 8 for s in sources] + [s << 8 | 9 for s in sources])
+    assert sorted(d for d in delivered if d >> 8 == 0xF) == [0xF00, 0xF01, 0xF02]
 
 
 @pytest.mark.parametrize("max_packet, buffer", [(5, 3), (5, 8), (6, 1), (3, 2)])

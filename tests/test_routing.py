@@ -279,10 +279,15 @@ def test_broadcast_trees_reach_every_node_once(tmp_path, topology, algorithm):
         assert _simulate_broadcast(routed, s) == expected
 
 
-def test_cascade_masks_flood_every_link(tmp_path):
+def test_cascade_masks_send_each_nodes_copies_one_hop(tmp_path):
+    # Every node sends the broadcasts it forwards under its own group: out on every link
+    # at that node, into the local port (the cascade unit) at every other.
     result = _routed(tmp_path, "topology: {kind: torus, dims: [4, 4]}\n", broadcast="cascade")
     routed = result.routed
-    assert all(mask == 0b11111 for row in routed.broadcast.masks for mask in row)
+    assert routed.proof.ok
+    assert all(mask == (0b11110 if node == group else 0b00001)
+               for group, row in enumerate(routed.broadcast.masks)
+               for node, mask in enumerate(row))
 
 
 def test_tables_hex_and_json_agree(tmp_path):

@@ -68,10 +68,15 @@ class LinkModel:
         ctx.set(self.tx.ready, 1)
         cycle = 0
         gap = self._gap(rng)   # error-free bits before the next flipped one
+        # What the model last drove: a testbench's every `set` makes the simulator propagate
+        # it, so a value that has not changed is not set again (a large cluster has hundreds
+        # of link models, which otherwise cost most of its simulation time).
+        up = valid = payload = None
         while True:
             failed = any(a <= cycle <= b for a, b, _ in self.fail)
-            if self.up is not None:
-                ctx.set(self.up, not failed)
+            if self.up is not None and up != (not failed):
+                up = not failed
+                ctx.set(self.up, up)
             word = None
             if ctx.get(self.tx.valid):
                 word = ctx.get(self.tx.payload)
@@ -86,8 +91,11 @@ class LinkModel:
                     gap -= bits
             line.append(word)
             out = line.popleft()
-            ctx.set(self.rx.valid, out is not None)
-            if out is not None:
+            if valid != (out is not None):
+                valid = out is not None
+                ctx.set(self.rx.valid, valid)
+            if out is not None and out != payload:
+                payload = out
                 ctx.set(self.rx.payload, out)
             await ctx.tick(self.domain)
             cycle += 1

@@ -12,6 +12,7 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.devices.families import family
+from optnet.hw.cascade import CascadeUnit
 from optnet.hw.direct import DirectHub, DirectLink, DirectSwitch
 from optnet.hw.endpoint import Endpoint, LocalHub, axis_rx_layout, axis_tx_layout
 from optnet.hw.link import LinkLayer
@@ -92,8 +93,10 @@ def _share_pad(pad: str) -> bool:
 
 class NodeTop(wiring.Component):
     """Router (or nothing but a hub when the node has no links), link layers, PHY adapters
-    and endpoints of one node; on a direct node, its direct switch, a direct link per link
-    port, the PHY adapters and a :class:`~optnet.hw.direct.DirectHub` for the endpoints.
+    and endpoints of one node, and with ``cascade`` broadcast the cascade unit between the
+    endpoints and hub and the router's local port (:mod:`optnet.hw.cascade`); on a direct
+    node, its direct switch, a direct link per link port, the PHY adapters and a
+    :class:`~optnet.hw.direct.DirectHub` for the endpoints.
 
     Parameters
     ----------
@@ -173,7 +176,6 @@ class NodeTop(wiring.Component):
             router = instantiate(m, "router", self.parts.router,
                                  Router.signature_of(plan.router), {"sync": "sync"})
         m.submodules.hub = hub = LocalHub(plan.fmt, len(plan.endpoints), plan.router.depth)
-        wiring.connect(m, router.out[0], hub.from_router)
         wiring.connect(m, hub.to_router, router.inp[0])
         if plan.router.block_tables:
             node_id = router.node_id
@@ -185,13 +187,24 @@ class NodeTop(wiring.Component):
             m.submodules.node_id_rom = id_rom = memory.Memory(
                 shape=plan.fmt.id_bits, depth=1, init=[plan.node_id])
             node_id = id_rom.read_port(domain="comb").data
-        m.d.comb += [hub.to_router_cred.eq(router.cred_out[0]),
-                     router.cred_in[0].eq(hub.from_router_cred), self.dropped.eq(router.dropped)]
+        m.d.comb += [hub.to_router_cred.eq(router.cred_out[0]), self.dropped.eq(router.dropped)]
+        ep_tx = list(hub.ep_tx)
+        if plan.cascade is None:
+            wiring.connect(m, router.out[0], hub.from_router)
+            m.d.comb += router.cred_in[0].eq(hub.from_router_cred)
+        else:
+            m.submodules.cascade = cascade = CascadeUnit(plan.cascade)
+            wiring.connect(m, router.out[0], cascade.net_in)
+            wiring.connect(m, cascade.net_out, hub.from_router)
+            m.d.comb += [router.cred_in[0].eq(cascade.net_cred), cascade.node_id.eq(node_id)]
+            for i in range(len(plan.endpoints)):
+                wiring.connect(m, cascade.ep_out[i], hub.ep_tx[i])
+            ep_tx = list(cascade.ep_in)
         for i, (name, cfg) in enumerate(zip(plan.endpoint_names, plan.endpoints, strict=True)):
             ep = Endpoint(cfg)
             m.submodules[f"ep_{name}"] = ep
             m.d.comb += ep.node_id.eq(node_id)
-            wiring.connect(m, ep.net_tx, hub.ep_tx[i])
+            wiring.connect(m, ep.net_tx, ep_tx[i])
             wiring.connect(m, hub.ep_rx[i], ep.net_rx)
             wiring.connect(m, wiring.flipped(getattr(self, f"{name}_s_axis")), ep.s_axis)
             wiring.connect(m, ep.m_axis, wiring.flipped(getattr(self, f"{name}_m_axis")))

@@ -32,6 +32,7 @@ from optnet.model import (
     model_params,
 )
 from optnet.plan.configs import (
+    CascadeConfig,
     DirectConfig,
     DirectLinkConfig,
     EndpointConfig,
@@ -41,8 +42,7 @@ from optnet.plan.configs import (
     clog2,
 )
 from optnet.plan.transceivers import LinkPort, PortXcvr, XcvrPlan, transceiver_plan
-from optnet.routing.broadcast import Broadcast, plan_broadcast
-from optnet.routing.proof import Waits, prove
+from optnet.routing.proof import Waits
 from optnet.routing.route import Routed
 from optnet.routing.tables import NodeTable, node_tables
 from optnet.spec.models import EndpointDesc
@@ -127,6 +127,9 @@ class NodePlan:
         itself (a loopback).
     peer_ids : tuple of int
         On a direct node, the id of the node behind each switch port (the last its own).
+    cascade : CascadeConfig or None
+        The cascade broadcast unit between the endpoints and hub and the router's local
+        port (``routing.broadcast: cascade`` on a node with links); None: none.
     """
 
     node: str
@@ -145,6 +148,7 @@ class NodePlan:
     xcvr: XcvrPlan = dataclasses.field(default_factory=XcvrPlan)
     direct: DirectConfig | None = None
     peer_ids: tuple[int, ...] = ()
+    cascade: CascadeConfig | None = None
 
     def role(self) -> tuple:
         """Everything but the tables and names: nodes with equal roles have identical
@@ -155,7 +159,7 @@ class NodePlan:
         return (self.board, self.fmt, router, self.direct, tuple(
             (p.port, p.board_port, p.lanes, p.phy, p.line_rate, p.link, p.xcvr)
             for p in self.ports),
-            tuple(dataclasses.replace(e, node_id=0) for e in self.endpoints))
+            tuple(dataclasses.replace(e, node_id=0) for e in self.endpoints), self.cascade)
 
     def direct_tables(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """A direct node's two tables (:class:`~optnet.hw.direct.DirectHub`): per node id
@@ -187,12 +191,7 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
     desc = cluster.desc
     net = desc.network
     problems = _family_findings(cluster) + _link_findings(cluster)
-    # A direct cluster has no router: no broadcast hardware, flits or packets to check.
     direct = direct_params(cluster)
-    hw_broadcast, note = _hardware_broadcast(routed)
-    if hw_broadcast is None and direct is None:
-        problems.append(Finding("E304", note, ("routing", "broadcast"),
-                                hint="Use 'broadcast: tree', or give the network more VCs."))
     # A cluster that declares no endpoints gets one unmanaged endpoint, "user", as wide as
     # a flit, so every node still has a port for the user's logic.
     eps = desc.endpoints or [EndpointDesc(name="user", width=net.flit_width, managed=False)]
@@ -219,7 +218,6 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
                 hint=f"Make the endpoint at most {fmt.width} bits wide, or widen the flits."))
     if problems:
         raise PlanError(*problems)
-    routed = dataclasses.replace(routed, broadcast=hw_broadcast)
     max_packet = int(net.max_packet.value)
     depth = int(net.router.buffer.value)
     waits = Waits.of(net, len(eps))
@@ -288,11 +286,14 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
                        strict=True)),
             priority=min(ep.priority, net.priorities - 1),
             nodes=tuple(n.id for n in cluster.nodes)) for i, ep in enumerate(eps))
+        # The routers' cascade tables are one-hop fan-outs; the unit stores and sends on.
+        cascade = CascadeConfig(fmt, len(eps), radix - 1, waits.broadcast_flits) \
+            if routed.broadcast.mode == "cascade" and radix > 1 else None
         board = node.board
         plans.append(NodePlan(
             node.name, node.id, board.name, board.vendor, board.family, board.part,
             float(net.clock.value), fmt, router, tuple(ports), endpoints,
-            tuple(ep.name for ep in eps), table, xcvr))
+            tuple(ep.name for ep in eps), table, xcvr, cascade=cascade))
     if xcvr_findings:
         raise PlanError(*xcvr_findings)
     return plans
@@ -407,26 +408,3 @@ def _link_findings(cluster: Cluster) -> list[Finding]:
         findings.append(Finding("E301", f"{what} {reason}", first.origin,
                                 settings=first.setting_paths(key)))
     return findings
-
-
-def _hardware_broadcast(routed: Routed) -> tuple[Broadcast | None, str]:
-    """The broadcast plan the routers implement, or None and the reason.
-
-    Routers replicate along trees; ``unicast`` fan-out on a fully connected network is the
-    same thing done at the source (:func:`~optnet.routing.broadcast.plan_broadcast`);
-    ``none`` leaves every multicast group empty, so the routers have no multicast logic.
-    ``cascade`` (store, forward, drop duplicates) has no hardware yet; the routers use the
-    algorithm's broadcast trees instead, if those are deadlock-free with the VCs given.
-    """
-    b, net = routed.broadcast, routed.net
-    if b.mode in ("tree", "unicast", "none"):
-        return b, ""
-    tree = plan_broadcast(net, routed.routing, "tree")
-    desc = routed.cluster.desc
-    vcs = desc.network.vcs
-    waits = Waits.of(desc.network, max(len(desc.endpoints), 1))
-    if not prove(net, routed.routing, tree, vcs, waits).ok:
-        return None, (f"Cluster '{routed.cluster.name}' asks for cascade broadcast, which the "
-                      f"generated hardware does not implement, and the replication trees it "
-                      f"would use instead are not deadlock-free with {vcs} VCs.")
-    return tree, ""

@@ -21,6 +21,11 @@ find the header at a fixed place and keeps the AXI4-Stream side a plain word str
 
 The ``vc`` field is the virtual channel the flit travels on over the *next* link; routers
 rewrite it from their tables, link layers carry it and pick the receiving buffer with it.
+
+A cascade broadcast (``routing.broadcast: cascade``) carries its source's sequence number in
+the low :data:`CASCADE_SEQ_BITS` bits of the header's ``arg``, which a data packet does not
+otherwise use, and the node that sent the copy as its multicast group ``dst``
+(:class:`CascadeConfig`).
 """
 
 from __future__ import annotations
@@ -34,14 +39,21 @@ from optnet.frame import FrameFormat, LinkFrame, link_frame
 from optnet.model import MIN_TAG_BITS
 from optnet.routing.tables import clog2
 
-__all__ = ["KIND_CREDIT", "KIND_DATA", "DirectConfig", "DirectLinkConfig", "EndpointConfig",
-           "FlitFormat", "LinkConfig", "RouterConfig", "clog2", "table_layout"]
+__all__ = ["CASCADE_SEQ_BITS", "KIND_CREDIT", "KIND_DATA", "CascadeConfig", "DirectConfig",
+           "DirectLinkConfig", "EndpointConfig", "FlitFormat", "LinkConfig", "RouterConfig",
+           "clog2", "table_layout"]
 
 
 #: Header ``kind`` of a packet that carries user data.
 KIND_DATA = 0
 #: Header ``kind`` of a managed endpoint's end-to-end credit return (``arg`` = credits).
 KIND_CREDIT = 1
+
+#: Bits of a cascade broadcast's sequence number, the low bits of its header's ``arg``. With
+#: one broadcast per source outstanding, the copies a node can still receive of a source's
+#: broadcasts are of the one it stored last, the one before (late copies) and the one after
+#: (:mod:`optnet.hw.cascade`): three values, told apart modulo 4.
+CASCADE_SEQ_BITS = 2
 
 
 @dataclass(frozen=True)
@@ -593,3 +605,41 @@ class DirectLinkConfig:
         for _ in range(-(-self.phy_width // 64)):
             repeated = repeated << 64 | _ESCAPE
         return repeated & ((1 << self.phy_width) - 1)
+
+
+@dataclass(frozen=True)
+class CascadeConfig:
+    """Parameters of a node's cascade unit (:class:`~optnet.hw.cascade.CascadeUnit`), the
+    hardware of ``routing.broadcast: cascade``.
+
+    Attributes
+    ----------
+    fmt : FlitFormat
+    endpoints : int
+        Endpoints of the node (the hub's inputs the unit sits in front of).
+    links : int
+        Link ports of the node: the copies of every broadcast it receives (one on each
+        link) and sends (one on each).
+    packet_flits : int
+        Flits of the longest broadcast packet, header included: a buffer slot.
+    """
+
+    fmt: FlitFormat
+    endpoints: int
+    links: int
+    packet_flits: int
+
+    def __post_init__(self):
+        if self.endpoints < 1 or self.links < 0:
+            raise ValueError(f"a cascade unit needs an endpoint and no negative link count, "
+                             f"not {self.endpoints} endpoints and {self.links} links")
+        if self.packet_flits < 2:
+            raise ValueError("a broadcast packet needs room for a header and one beat")
+        if self.fmt.arg_bits < CASCADE_SEQ_BITS:
+            raise ValueError(f"a {self.fmt.arg_bits}-bit header argument has no room for a "
+                             f"{CASCADE_SEQ_BITS}-bit sequence number")
+
+    @property
+    def slots(self) -> int:
+        """Broadcast buffer slots: one per source id of ``fmt.id_bits`` bits."""
+        return 1 << self.fmt.id_bits

@@ -8,9 +8,13 @@ per node: bit 0 delivers to the local port, bit p forwards on port p.
   breadth-first tree with VC classes decreasing towards the leaves. Every replication
   dependency goes into the proof.
 - ``cascade`` (CusComNet): every node forwards a broadcast it sees for the first time on
-  all its links and drops duplicates by packet id. The flood is stored in the node's
-  broadcast buffer before it is forwarded, so it adds no channel dependency, provided the
-  buffer holds one outstanding broadcast per source (the hardware enforces that limit).
+  all its links and drops duplicates by sequence number (:mod:`optnet.hw.cascade`). A node
+  stores the broadcast whole in its broadcast buffer and then sends it on as a multicast of
+  its own group, so the routers' tables are one-hop fan-outs: group ``x`` leaves node ``x``
+  on every link and is delivered to the local port of every other node. The slot of a new
+  broadcast is always free (the hardware keeps one broadcast per source outstanding), so
+  the local port takes every copy: the only waits are the one-hop multicasts' own (the
+  local input to every link, each link to the local output), which the proof checks.
 - ``unicast`` (OPTWEB): the source sends one copy per destination over the direct links
   (its router replicates the packet on every link); every path is one hop, so no new
   wait. Needs a fully connected network.
@@ -42,7 +46,9 @@ class Broadcast:
     ----------
     mode : str
     masks : tuple of tuple of int
-        ``masks[s][n]``: port mask at node ``n`` for broadcasts from source ``s``.
+        ``masks[s][n]``: port mask at node ``n`` for broadcasts from source ``s`` (for
+        ``cascade``: for copies sent by node ``s``, each node sending the broadcasts it
+        forwards under its own group).
     note : str
     classes : tuple of array
         ``classes[s][c]``: VC class of channel ``c`` in the tree of source ``s`` (0 for
@@ -151,16 +157,19 @@ def plan_broadcast(net: Network, routing: Routing, mode: str) -> Broadcast:
                          "the network makes no broadcasts (software sends one unicast per "
                          "destination), so they add no wait")
     everything = [sum(1 << p for p in range(len(net.ports[v]))) for v in range(n)]
+    # One copy per link, made by the router of the node that sends it; each neighbour's
+    # router delivers it to its local port. For unicast fan-out that node is the source;
+    # in a cascade every node sends each broadcast on, under its own group.
+    masks = tuple(tuple((1 << LOCAL) if v != s else everything[s] & ~(1 << LOCAL)
+                        for v in range(n)) for s in range(n))
     if mode == "cascade":
-        masks = tuple(tuple(everything) for _ in range(n))
         return Broadcast(mode, masks,
-                         "cascade floods are stored in each node's broadcast buffer (one "
-                         "outstanding broadcast per source) before being forwarded, so they "
-                         "add no channel dependency; duplicates are dropped by packet id")
+                         "cascade floods are stored whole in each node's broadcast buffer "
+                         "(one outstanding broadcast per source, so a new one always finds "
+                         "its slot free) and sent on to every neighbour, one hop at a time; "
+                         "duplicates are dropped by sequence number; the one-hop copies' "
+                         "waits are in the proof")
     if mode == "unicast":
-        # One copy per direct link, made by the source's router; each neighbour delivers it.
-        masks = tuple(tuple((1 << LOCAL) if v != s else everything[s] & ~(1 << LOCAL)
-                            for v in range(n)) for s in range(n))
         return Broadcast(mode, masks,
                          "the source's router sends one copy over each direct link and every "
                          "neighbour delivers it; one hop, so no wait beyond unicast's")

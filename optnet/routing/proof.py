@@ -21,6 +21,11 @@ downstream router's input buffer. An edge ``a -> b`` says "what waits at ``a`` c
 - ``W(eject) -> F(eject)``: the local output carries one packet at a time whatever its VC;
   ``F(eject)`` is the endpoints taking packets, a sink unless an endpoint's receive side
   can wait for its own sends (``F(eject) -> W(inject)``, :attr:`Waits.receive_waits_for_send`).
+  With ``cascade`` broadcast the node's cascade unit takes the local output first: it
+  drops copies and stores each new broadcast in its source's slot, which the one
+  outstanding broadcast per source keeps free, so it waits for nothing but the endpoints
+  either (:mod:`optnet.hw.cascade`); its forwards are multicasts from the local input, one
+  hop each, like the source's own (the broadcast plan's masks).
 
 The user's logic is assumed to take every packet delivered to it and to finish every
 packet it starts (the consumption assumption); everything else is an edge. By Dally and
@@ -127,9 +132,9 @@ class Proof:
 
 def prove(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
           waits: Waits) -> Proof:
-    """Build the wait graph of ``routing`` and ``broadcast`` (its trees; a ``cascade``
-    broadcast stores floods before forwarding them and adds no wait) with VC classes folded
-    onto ``vcs`` VCs and the hardware's ``waits``, and look for a cycle."""
+    """Build the wait graph of ``routing`` and ``broadcast`` (its trees, or for ``cascade``
+    and ``unicast`` its one-hop fan-outs) with VC classes folded onto ``vcs`` VCs and the
+    hardware's ``waits``, and look for a cycle."""
     ids = _Ids(len(net.src), vcs, net.size)
     big = ids.size
     # (channel, VC) pairs as k = channel * V + vc; W(k) = 2k, F(k) = 2k + 1, and an edge
@@ -140,7 +145,7 @@ def prove(net: Network, routing: Routing, broadcast: Broadcast | None, vcs: int,
     tree = sibling = np.zeros(0, dtype=np.int64)
     if broadcast is not None and broadcast.into is not None and not waits.siblings:
         tree = _tree_waits(net, broadcast, vcs - 1, waits, slots)
-    elif broadcast is not None and broadcast.mode not in ("cascade", "none"):
+    elif broadcast is not None and broadcast.mode != "none":
         tree, sibling = _branches(net, broadcast, vcs - 1, waits, slots)
     heads = tree % big
     used = distinct(np.concatenate([used, heads[heads < ids.links] >> 1]))
