@@ -108,6 +108,17 @@ def test_ecp5_node(synthesised):
 
 
 @pytest.mark.slow
+def test_the_cascade_unit_is_a_component_of_its_own(synthesised):
+    # CusComNet's nodes carry a cascade broadcast unit; no other example's node does.
+    p, _, _, res, _ = synthesised("cuscomnet_torus16")
+    assert p.cascade is not None
+    _check_rollup(res)
+    [unit] = [part for part in res.parts if part.component == "cascade"]
+    assert unit.instances == 1
+    assert 100 < res.components["cascade"].lut < 1000 and res.components["cascade"].ff > 0
+
+
+@pytest.mark.slow
 def test_xc7_node(synthesised):
     p, _, _, res, _ = synthesised("plasticnet_ring4")
     assert res.script == (f"hierarchy -top {p.node}; setattr -mod -set keep_hierarchy 1 "
@@ -121,6 +132,7 @@ def test_xc7_node(synthesised):
     [link] = [part for part in res.parts if part.component == "link_layers"]
     assert link.instances == 2
     assert _close(res.components["link_layers"], link.each.scaled(2))
+    assert res.components["cascade"] == Usage()   # tree broadcast: no cascade unit
     # Two Aurora 8B/10B cores, one lane each: the table's first 7-series 1-lane figure.
     [ip] = res.ip
     assert (ip.protocol, ip.lanes, ip.count) == ("aurora_8b10b", 1, 2)

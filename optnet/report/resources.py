@@ -3,10 +3,10 @@
 :func:`node_resources` synthesises a node's generated Verilog with the Yosys script of its
 board's family (:func:`synthesis_for`), keeps the hierarchy so that every module gets its
 own cell counts, and rolls them up into the node's components (router, link layers, PHY
-adapters, endpoints, hub, other), counting each module once per instance. The vendor cores
-(Aurora, Serial Lite III, Interlaken) are black boxes to Yosys; their cost comes from the
-data table ``ipdata/link_ip.yaml`` (:func:`link_ip_table`, :func:`lookup_ip`), where every
-figure names its source and kind, and a missing one is reported as missing, never as 0.
+adapters, endpoints, hub, cascade unit, other), counting each module once per instance. The
+vendor cores (Aurora, Serial Lite III, Interlaken) are black boxes to Yosys; their cost comes
+from the data table ``ipdata/link_ip.yaml`` (:func:`link_ip_table`, :func:`lookup_ip`), where
+every figure names its source and kind, and a missing one is reported as missing, never as 0.
 
 Synthesis results are cached by content (the Verilog files, the script and the Yosys
 version) under :func:`cache_dir`, so an unchanged node is not synthesised again.
@@ -67,8 +67,8 @@ _log = logging.getLogger(__name__)
 #: The components a node's resources are broken down into, in report order. ``other`` holds
 #: the top module's own cells and any submodule no rule names; ``vendor_ip`` the link IP
 #: figures from the data table.
-COMPONENTS = ("router", "link_layers", "phy_adapters", "endpoints", "hub", "other",
-              "vendor_ip")
+COMPONENTS = ("router", "link_layers", "phy_adapters", "endpoints", "hub", "cascade",
+              "other", "vendor_ip")
 
 # Direct submodules of a node's top module, by name without the node prefix (see
 # optnet.hw.top and optnet.emit.hdl: one link layer module per distinct configuration,
@@ -80,6 +80,7 @@ _COMPONENT_OF = (
     ("phy_adapters", re.compile(r"phy\d+")),
     ("endpoints", re.compile(r"ep_\w+")),
     ("hub", re.compile(r"hub")),
+    ("cascade", re.compile(r"cascade")),
 )
 
 #: Bumped whenever what a cache record holds changes, so old records are not misread.
