@@ -19,7 +19,7 @@ FMT = FlitFormat(width=16, vcs=3, id_bits=2)
 CTRL = data.StructLayout({"head": 1, "tail": 1, "tag": 6})
 
 
-@pytest.mark.parametrize(("depth", "local"), [(1, False), (3, False), (4, False),
+@pytest.mark.parametrize(("depth", "local"), [(1, False), (2, False), (3, False), (4, False),
                                               (1, True), (3, True), (4, True)])
 def test_input_buffer_matches_queues(depth, local):
     vcs = FMT.vcs
@@ -41,6 +41,7 @@ def test_input_buffer_matches_queues(depth, local):
             # the fronts and the data read last cycle
             for v in range(vcs):
                 assert ctx.get(dut.valid[v]) == bool(queues[v])
+                assert ctx.get(dut.more[v]) == (len(queues[v]) > 1)
                 if queues[v]:
                     word, head, tail, tag = queues[v][0]
                     front = ctx.get(dut.front[v])

@@ -72,12 +72,13 @@ from __future__ import annotations
 
 import itertools
 import operator
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from optnet.hw.alloc import RoundRobin
+from optnet.hw.alloc import RoundRobin, round_robin_grant
 from optnet.hw.verilog import instantiate
 from optnet.plan.configs import FlitFormat, RouterConfig, table_layout
 
@@ -123,7 +124,8 @@ class Router(wiring.Component):
         several = _several if config.multicasts else (lambda mask: Const(0, 1))
         return InputBuffer(config.fmt.flit, _control_layout(config), config.fmt.vcs,
                            config.depth, derived={"multi": lambda c: several(c.route.mask)},
-                           block=config.block_buffers, local=_ored_local(config))
+                           block=config.block_buffers, local=_ored_local(config),
+                           sync_read=_held(config))
 
     @staticmethod
     def signature_of(config: RouterConfig) -> wiring.Signature:
@@ -156,18 +158,38 @@ class Router(wiring.Component):
         credit = [[Signal(range(-1, cfg.credits[q]), name=f"cr{q}_{w}",
                           init=-1 if q in cfg.granted else cfg.credits[q] - 1)
                    for w in range(V)] for q in range(P)]
-        has_credit = [_named(m, Cat(~c[-1] for c in credit[q]), f"has_credit{q}")
-                      for q in range(P)]
-        # stage[q]: one-hot input whose read flit goes to output q next (and its VC).
-        stage = [Signal(P, name=f"stage{q}") for q in range(P)]
-        stage_vc = [Signal(vb, name=f"stage_vc{q}") for q in range(P)]
-        out_free = [Signal(name=f"out_free{q}") for q in range(P)]
-        for q in range(P):
-            m.d.comb += out_free[q].eq(~self.out[q].valid | self.out[q].ready)
-        # Output q can be granted if its stage empties this cycle; input p can be granted
-        # (its memory read again) if every output still waiting for its flit moves now.
-        out_ok = [_named(m, ~stage[q].any() | out_free[q], f"out_ok{q}") for q in range(P)]
-        in_ok = _named(m, ~_any_of([Mux(out_free[q], 0, stage[q]) for q in range(P)]), "in_ok")
+        # An output stalls when it has a flit its receiver does not take: it keeps it.
+        stall = _named(m, Cat(self.out[q].valid & ~self.out[q].ready for q in range(P)),
+                       "stall")
+        held = _held(cfg)
+        if held:
+            # The flits are read synchronously (block RAM) and an output shows the read
+            # register of the input granted to it (``stage[q]``, one-hot, and the flit's
+            # next VC): a stalled output keeps that input's register, which may be read
+            # again only if no stalled output shows it (``in_ok``).
+            stage = [Signal(P, name=f"stage{q}") for q in range(P)]
+            stage_vc = [Signal(vb, name=f"stage_vc{q}") for q in range(P)]
+            in_ok = _named(m, ~_any_of([Mux(stall[q], stage[q], 0) for q in range(P)]),
+                           "in_ok")
+        else:
+            # The flits are read asynchronously (LUT RAM) as they are granted, into an
+            # output register: no input waits for an output.
+            in_ok = Const(-1, P)
+        # Credit outlook of the bids, which are computed a cycle before they are arbitrated:
+        # ``ahead[s][w]``, bit q: output q's VC w will have a credit next cycle if ``s`` (0
+        # or 1) flits are spent on it now, counting the credit returned now, and q is not
+        # stalled now (a guess: the allocator checks it). Only the packet that holds an
+        # output VC spends its credits, so nothing else is spent on the VC a bid needs.
+        ahead = [[], []]
+        for w in range(V):
+            zero, one = [], []
+            for q in range(P):
+                c, back = credit[q][w], self.cred_in[q][w]
+                u = c.as_unsigned()
+                zero.append(~c[-1] | back)
+                one.append((~c[-1] & u[:-1].any()) | (~u.any() & back))
+            ahead[0].append(_named(m, Cat(zero) & ~stall, f"ahead0_{w}"))
+            ahead[1].append(_named(m, Cat(one) & ~stall, f"ahead1_{w}"))
 
         # -- the multicast candidate (see the module docstring) --------------------------
         vc_taken = busy
@@ -247,28 +269,58 @@ class Router(wiring.Component):
             return Cat(taken[0].any(), per_vc(key, [
                 Cat(taken[q][w] for q in range(P)) for w in range(V)])[1:])
 
-        # Outputs with room for a flit of each VC (the output register free, a credit).
-        sendable = [_named(m, Cat(out_ok) & Cat(has_credit[q][w] for q in range(P)),
-                           f"sendable{w}") for w in range(V)]
-
-        # Requests: an active VC bids for the branches it has not sent yet; an idle VC
+        # -- stage A: every input VC's request, for the bid of the next cycle -------------
+        # ``want[key]``: an active VC bids for the branches it has not sent yet; an idle VC
         # with a unicast head at its front bids for its output if that output VC is idle.
-        want = {}
+        # ``then[key]`` (iSLIP only): the outputs the flit behind the front bids for if the
+        # front is sent now, known only while it belongs to the same packet.
+        want, then, uni_heads, heads = {}, {}, {}, {}
         for p, v in requesters:
             fr, st = fronts[p, v], states[p, v]
-            uni_head = valid[p, v] & fr.head & ~st.active & ~fr.multi
+            uni_head = uni_heads[p, v] = _named(
+                m, valid[p, v] & fr.head & ~st.active & ~fr.multi, f"uni_head{p}_{v}")
             # no U-turns: a link input never bids for its own output
             others = Const(((1 << P) - 1) ^ (1 << p if p else 0), P)
-            want[p, v] = _named(m, per_vc((p, v), sendable) & others & (
+            want[p, v] = _named(m, per_vc((p, v), ahead[0]) & others & (
                 Mux(st.active & valid[p, v], st.mask & ~st.sent, 0)
                 | Mux(uni_head, fr.route.mask & ~taken_by((p, v), vc_taken), 0)),
                 f"want{p}_{v}")
-        chosen, grant = self._switch_allocate(m, P, V, levels, want, prios, in_ok)
+            if cfg.allocator == "islip":
+                cur_mask = Mux(st.active, st.mask, fr.route.mask)
+                follows = bufs[p].more[v] & ~fr.tail & (st.active | uni_head)
+                then[p, v] = _named(m, Mux(follows, others & cur_mask
+                                           & per_vc((p, v), ahead[1]), 0), f"then{p}_{v}")
+                heads[p, v] = Cat(uni_head & (vc_is[p, v][w] & fr.route.mask).any()
+                                  for w in range(V))
+
+        # -- stage B: switch allocation on the registered bids ----------------------------
+        # A bid is computed from the state of the cycle before, so a unicast head may bid
+        # for a VC that was taken meanwhile: by a head granted on that output last cycle
+        # (``took``), or by a multicast candidate that took its VCs last cycle or takes
+        # them now. ``head_block``, bit q: no unicast head may be granted output q now; per
+        # output rather than per VC (a head for another VC of q waits a cycle), so that it
+        # is registers and a LUT.
+        took = Signal(P, name="took")
+        head_block = took
+        if cfg.multicasts:
+            mc_took = Signal(name="mc_took")
+            m.d.sync += mc_took.eq(mc_pend & complete)
+            head_block = _named(m, took | Mux(mc_took | mc_pend, Cat(
+                mc_need[q].any() for q in range(P)), 0), "head_block")
+        ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then,
+                              uni_heads=uni_heads, heads=heads, prios=prios, taken=vc_taken,
+                              stall=stall, in_ok=in_ok, bufs=bufs, fronts=fronts,
+                              states=states, vc_is=vc_is, ahead=ahead, head_block=head_block)
+        if cfg.allocator == "round_robin":
+            chosen, grant, bid_update = self._bid_allocate(m, ctx)
+        else:
+            chosen, grant, bid_update = self._islip_allocate(m, ctx)
 
         # -- what was granted: read address per input, stage per output, credits, owners ---
+        granted_to = [_named(m, Cat(grant[q][p] for q in range(P)), f"granted_to{p}")
+                      for p in range(P)]
         for p in range(P):
-            granted = Cat(grant[q][p] for q in range(P)).any()
-            m.d.comb += [bufs[p].read.eq(granted), bufs[p].read_vc.eq(Cat(
+            m.d.comb += [bufs[p].read.eq(granted_to[p].any()), bufs[p].read_vc.eq(Cat(
                 Cat(chosen[p][v] for v in range(V) if v >> b & 1).any()
                 for b in range(len(bufs[p].read_vc))))]
         chosen_all = Cat(chosen[p][v] for p, v in requesters)
@@ -287,45 +339,57 @@ class Router(wiring.Component):
             head = _named(m, (Cat(grant[q]) & heads).any(), f"sent_head{q}")
             tail = _named(m, (Cat(grant[q]) & tails).any(), f"sent_tail{q}")
             send = _named(m, Cat(grant[q]).any(), f"send{q}")
-            moves = _named(m, stage[q].any() & out_free[q], f"moves{q}")
-            with m.If(moves):
-                m.d.sync += stage[q].eq(0)
-            with m.If(send):
-                m.d.sync += [stage[q].eq(Cat(grant[q])), stage_vc[q].eq(sent_vc)]
-            # Traversal: the flit the staged input read (never input q itself on a link
-            # port, so link outputs mux P - 1 inputs).
-            sources = _others(P, q)
-            ored = q == 0 and _ored_local(cfg)
-            if ored:
-                # Every input's copy of the flit read for this output is zero but the
-                # staged one's (see InputBuffer's ``local``).
-                for p in sources:
-                    m.d.comb += [bufs[p].local_read.eq(grant[q][p]),
-                                 bufs[p].local_hold.eq(stage[q][p] & ~out_free[q])]
-            else:
-                index = Signal(range(len(sources)), name=f"stage_idx{q}")
-                with m.If(send):
-                    m.d.sync += index.eq(Cat(
-                        Cat(grant[q][p] for i, p in enumerate(sources) if i >> b & 1).any()
-                        for b in range(len(index))))
+            m.d.sync += took[q].eq(send & head & ~tail)
             with m.If(self.out[q].ready):
                 m.d.sync += self.out[q].valid.eq(0)
-            with m.If(moves):
+            with m.If(send):
                 m.d.sync += self.out[q].valid.eq(1)
-                if ored:
-                    m.d.sync += self.out[q].payload.eq(
-                        _any_of([bufs[p].local_data.as_value() for p in sources]))
-                else:
-                    # One case per source rather than a tree of 2:1 muxes: the netlist then
-                    # holds each flit-wide source once, where a tree adds a flit-wide mux
-                    # per source (for 64 ports and 256-bit flits, a million bits that
-                    # Amaranth lowers slowly). The last source also takes the index values
-                    # no grant produces.
+            # Traversal (never input q itself on a link port, so link outputs mux P - 1
+            # inputs): the flit read now into the output register, or with ``held`` the
+            # read register of the input granted last, through the crossbar. One case per
+            # source rather than a tree of 2:1 muxes: the netlist then holds each flit-wide
+            # source once, where a tree adds a flit-wide mux per source (for 64 ports and
+            # 256-bit flits, a million bits that Amaranth lowers slowly). The last source
+            # also takes the index values no grant produces.
+            sources = _others(P, q)
+            index = Signal(range(len(sources)), name=f"index{q}")
+            choice = Cat(Cat(grant[q][p] for i, p in enumerate(sources) if i >> b & 1).any()
+                         for b in range(len(index)))
+            payload = self.out[q].payload
+            if not held:
+                m.d.comb += index.eq(choice)
+                with m.If(send):
+                    m.d.sync += payload.vc.eq(sent_vc)
                     with m.Switch(index):
                         for i, p in enumerate(sources):
                             with m.Case(i) if i + 1 < len(sources) else m.Default():
-                                m.d.sync += self.out[q].payload.eq(bufs[p].data)
-                m.d.sync += self.out[q].payload.vc.eq(stage_vc[q])
+                                m.d.sync += [payload.data.eq(bufs[p].data.data),
+                                             payload.head.eq(bufs[p].data.head),
+                                             payload.tail.eq(bufs[p].data.tail)]
+            else:
+                with m.If(self.out[q].ready):
+                    m.d.sync += stage[q].eq(0)
+                with m.If(send):
+                    m.d.sync += [stage[q].eq(Cat(grant[q])), stage_vc[q].eq(sent_vc),
+                                 index.eq(choice)]
+                m.d.comb += payload.vc.eq(stage_vc[q])
+                if q == 0 and _ored_local(cfg):
+                    # Every input's copy of the flit read for this output is zero but the
+                    # shown one's (see InputBuffer's ``local``).
+                    for p in sources:
+                        m.d.comb += [bufs[p].local_read.eq(grant[q][p]),
+                                     bufs[p].local_hold.eq(stage[q][p] & stall[q])]
+                    flit = _any_of([bufs[p].local_data.as_value() for p in sources])
+                    m.d.comb += [payload.data.eq(flit[:f.width]),
+                                 payload.head.eq(flit[f.width]),
+                                 payload.tail.eq(flit[f.width + 1])]
+                else:
+                    with m.Switch(index):
+                        for i, p in enumerate(sources):
+                            with m.Case(i) if i + 1 < len(sources) else m.Default():
+                                m.d.comb += [payload.data.eq(bufs[p].data.data),
+                                             payload.head.eq(bufs[p].data.head),
+                                             payload.tail.eq(bufs[p].data.tail)]
             for w in range(V):
                 spend = send & (sent_vc == w)
                 with m.If(spend ^ self.cred_in[q][w]):
@@ -338,24 +402,35 @@ class Router(wiring.Component):
                     m.d.sync += busy[q][w].eq(~tail & (head | busy[q][w]))
 
         # -- per input VC: dequeue, state, drops, credit return -----------------------------
-        # A popped flit's slot is free (and its credit returned) once its last traversal
-        # is done: ``release[p]`` is the VC of the flit input p last popped after a grant.
-        release = [Signal(V, name=f"release{p}") for p in range(P)]
+        # A popped flit's slot is free (and its credit returned) once its last read is no
+        # longer needed: at once when the flit went to an output register; with ``held``
+        # once its last traversal is done (``release[p]``: the VC of the flit input p last
+        # popped after a grant).
+        release = [Signal(V, name=f"release{p}") if held else Const(0, V) for p in range(P)]
         for p in range(P):
-            with m.If(in_ok[p]):
-                m.d.sync += release[p].eq(0)
+            if held:
+                with m.If(in_ok[p]):
+                    m.d.sync += release[p].eq(0)
         # Unroutable heads start being dropped one at a time, each input VC in its turn
         # (``turn``, one-hot, rotating), so ``dropped`` counts by one with no adder tree.
         turn = Signal(len(requesters), init=1)
         m.d.sync += turn.eq(turn.rotate_left(1))
+        # The flit an input sends is done (popped) when it has been sent on every branch: a
+        # unicast head's one branch, or an active VC's branches not sent yet (registers).
+        popped = []
+        for p in range(P):
+            sent = granted_to[p].any()
+            if cfg.multicasts:
+                rest = _any_of([Mux(chosen[p][v] & states[p, v].active,
+                                    states[p, v].mask & ~states[p, v].sent, 0)
+                                for v in range(V)])
+                sent = sent & ~(rest & ~granted_to[p]).any()
+            popped.append(_named(m, sent, f"popped{p}"))
         drops = []
         for i, (p, v) in enumerate(requesters):
             fr, st = fronts[p, v], states[p, v]
-            granted = _named(m, Mux(chosen[p][v], Cat(grant[q][p] for q in range(P)), 0),
-                             f"granted{p}_{v}")
-            done = Signal(P, name=f"done{p}_{v}")
-            m.d.comb += done.eq(Mux(st.active, st.sent, 0) | granted)
-            dequeue = Signal(name=f"deq{p}_{v}")
+            granted = _named(m, Mux(chosen[p][v], granted_to[p], 0), f"granted{p}_{v}")
+            dequeue = _named(m, chosen[p][v] & popped[p], f"deq{p}_{v}")
             dropping = Signal(name=f"dropping{p}_{v}")
             take_vcs = [st.active.eq(1), st.mask.eq(fr.route.mask),
                         st.vcs.eq(fr.route.vcs), st.prio.eq(prios[p, v])]
@@ -364,15 +439,15 @@ class Router(wiring.Component):
                 # VC is being returned for a sent flit
                 m.d.comb += dropping.eq(valid[p, v] & ~(release[p][v] & in_ok[p]))
             with m.Elif(granted.any()):
-                # (without multicasts a packet has one output: granted, its flit is done)
-                m.d.comb += dequeue.eq(done == Mux(st.active, st.mask, fr.route.mask)
-                                       if cfg.multicasts else 1)
                 with m.If(~st.active & ~fr.tail):   # a unicast head took its VC
                     m.d.sync += take_vcs
             m.d.comb += bufs[p].pop[v].eq(dequeue | dropping)
-            m.d.sync += self.cred_out[p][v].eq(dropping | (release[p][v] & in_ok[p]))
-            with m.If(dequeue):
-                m.d.sync += release[p][v].eq(1)
+            if held:
+                m.d.sync += self.cred_out[p][v].eq(dropping | (release[p][v] & in_ok[p]))
+                with m.If(dequeue):
+                    m.d.sync += release[p][v].eq(1)
+            else:
+                m.d.sync += self.cred_out[p][v].eq(dropping | dequeue)
             with m.If((dequeue | dropping) & fr.tail):
                 m.d.sync += st.active.eq(0)
             if cfg.multicasts:
@@ -380,7 +455,7 @@ class Router(wiring.Component):
                 with m.If(dequeue | dropping):
                     m.d.sync += st.sent.eq(0)
                 with m.Elif(granted.any()):
-                    m.d.sync += st.sent.eq(done)
+                    m.d.sync += st.sent.eq(st.sent | granted)
                 with m.If(mc_pend & mc_who[i] & complete):
                     # the candidate's output VCs are all still idle: it takes them
                     m.d.sync += [*take_vcs, st.sent.eq(0)]
@@ -388,6 +463,8 @@ class Router(wiring.Component):
             drops.append(drop)
             with m.If(drop):
                 m.d.sync += [st.active.eq(1), st.mask.eq(0)]
+
+        bid_update(popped, granted_to)
 
         # -- multicast VC allocation --------------------------------------------------------
         if cfg.multicasts:
@@ -404,15 +481,19 @@ class Router(wiring.Component):
                 # has the credit to take its packet but the tail
                 return ~(fronts[key].route.mask & taken_by(key, closed)).any()
 
+            # The bids are registered, so that looking at the fronts and the round robin
+            # among all input VCs are a cycle each. A registered bid stays true: a multicast
+            # head waits at its front until it takes its VCs (which withdraws its bid), and a
+            # VC that went meanwhile makes it give up below.
+            mc_bid = Signal(len(requesters))
+            m.d.sync += mc_bid.eq(Cat(
+                valid[key] & fronts[key].head & ~states[key].active & fronts[key].multi
+                & all_idle(key) & ~(mc_pend & mc_who[i] & complete)
+                for i, key in enumerate(requesters)))
             m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
             if levels > 1:
                 m.d.comb += mc_arb.priority.eq(Cat(prios[key] for key in requesters))
-            m.d.comb += [
-                mc_arb.requests.eq(Cat(
-                    valid[key] & fronts[key].head & ~states[key].active
-                    & fronts[key].multi & all_idle(key) for key in requesters)),
-                mc_arb.advance.eq(~mc_pend),
-            ]
+            m.d.comb += [mc_arb.requests.eq(mc_bid), mc_arb.advance.eq(~mc_pend)]
             # need[w]: the outputs where the granted multicast head needs VC w
             need = [_named(m, _any_of([Mux(mc_arb.grant[i], fronts[key].route.mask & vc_is[key][w],
                                            0) for i, key in enumerate(requesters)]), f"need{w}")
@@ -454,73 +535,140 @@ class Router(wiring.Component):
                          self.node_id.eq(id_port.data[:cfg.fmt.id_bits])]
         return data.View(layout, lookup.data[:layout.size])
 
-    def _switch_allocate(self, m, P, V, levels, want, prio_of, in_ok):
-        """Returns ``chosen[p][v]`` (the VC input ``p`` sends from) and ``grant[q][p]``; an
-        input takes part only when ``in_ok[p]``."""
-        chosen = [[Signal(name=f"chosen{p}_{v}") for v in range(V)] for p in range(P)]
-        # A link output never takes its own input's flits (no U-turns), nor does a link input
-        # accept its own output: their arbiters leave that requester out rather than get a
-        # request that is always 0 (the arbiters are lowered apart, so synthesis would not
-        # see the constant). ``_widen`` puts the grants back in place.
+    def _bid_allocate(self, m, ctx):
+        """Separable input-first round robin over two cycles (see the module docstring).
+
+        Each input holds a registered bid: the VC it sends from (``bid_vc``), the outputs
+        that VC's front flit requests (``bid``) and whether that flit is a unicast head.
+        Stage B (this cycle) arbitrates the outputs among the bids and checks, after the
+        arbiters, what the bids could not know: the output free, the input's read register
+        free and, for a unicast head, the output taking heads (``head_block``). Stage A
+        (this cycle too, from other registers) prepares the next bids: the same bid less
+        what was sent if the flit stays, the next flit's if it leaves and its packet goes
+        on, else a round-robin choice among the input's other VCs. A VC so keeps its input
+        while its packet goes on. Returns ``chosen[p][v]`` (the VC input ``p`` bids from, a
+        register), ``grant[q][p]`` and the function that registers the next bids from
+        ``popped`` and ``granted_to``.
+        """
+        P, V, levels = ctx.P, ctx.V, ctx.levels
+        pb = self.config.fmt.prio_bits
         sources = [_others(P, q) for q in range(P)]
-        out_arb = []
+        # the VC (one-hot; kept when the bid is withdrawn, as the round robin's pointer)
+        bid_vc = [Signal(V, name=f"bid_vc{p}", init=1 << (V - 1)) for p in range(P)]
+        bid = [Signal(P, name=f"bid{p}") for p in range(P)]
+        bid_head = Signal(P, name="bid_head")
+        bid_prio = [Signal(pb, name=f"bid_prio{p}") for p in range(P)]
+
+        # -- stage B: an arbiter per output over the bids, then the checks ----------------
+        # A link output never takes its own input's flits (no U-turns): its arbiter leaves
+        # that requester out rather than get a request that is always 0 (the arbiters are
+        # lowered apart, so synthesis would not see the constant). ``_widen`` puts the
+        # grants back in place. An arbiter's pointer moves whenever its output is free: a
+        # winner that fails a check has had its turn.
+        grant = []
         for q in range(P):
-            arb = RoundRobin(len(sources[q]), levels)
-            m.submodules[f"sa_out{q}"] = arb
-            out_arb.append(arb)
-        in_arb = []
+            m.submodules[f"sa_out{q}"] = arb = RoundRobin(len(sources[q]), levels)
+            m.d.comb += [arb.requests.eq(Cat(bid[p][q] for p in sources[q])),
+                         arb.advance.eq(~ctx.stall[q])]
+            if levels > 1:
+                m.d.comb += arb.priority.eq(Cat(bid_prio[p] for p in sources[q]))
+            grant.append(_named(m, _widen(arb.grant, sources[q], P) & ctx.in_ok & Mux(
+                ctx.stall[q], 0, Mux(ctx.head_block[q], ~bid_head, -1)), f"grant{q}"))
+        # ok[p]: the bid of input p failed no check but perhaps its outputs' being free
+        ok = [_named(m, ctx.in_ok[p] & ~(bid_head[p] & (bid[p] & ctx.head_block).any()),
+                     f"bid_ok{p}") for p in range(P)]
+        chosen = [[bid_vc[p][v] for v in range(V)] for p in range(P)]
+
+        # -- stage A: what each input bids next -------------------------------------------
+        nxt = []
         for p in range(P):
-            arb = RoundRobin(V, levels)
-            m.submodules[f"sa_in{p}"] = arb
+            b, bidding = bid_vc[p], _named(m, bid[p].any(), f"bidding{p}")
+            want = [ctx.want[p, v] for v in range(V)]
+            pr = [ctx.prios[p, v] for v in range(V)]
+            # a new choice among the VCs but the bidding one, the VC after it first
+            choice = _named(m, round_robin_grant(
+                Cat(want[v].any() & ~(b[v] & bidding) for v in range(V)), b, pr, levels),
+                f"choice{p}")
+            fresh = _named(m, _any_of([Mux(choice[v], want[v], 0) for v in range(V)]),
+                           f"fresh{p}")
+            head = _any_of([choice[v] & ctx.uni_heads[p, v] for v in range(V)])
+            prio = (_any_of([Mux(choice[v], pr[v], 0) for v in range(V)]) if levels > 1
+                    else Const(0, pb))
+            # The bidding VC's next flit, if it belongs to the same packet: the packet's
+            # outputs, each with a credit even if one is spent now.
+            # (a unicast packet's outputs are its bid's; an active multicast's, its mask)
+            fr = [ctx.fronts[p, v] for v in range(V)]
+            st = [ctx.states[p, v] for v in range(V)]
+            goes_on = _any_of([b[v] & ctx.bufs[p].more[v] & ~fr[v].tail for v in range(V)])
+            route = bid[p] | _any_of([Mux(b[v] & st[v].active, st[v].mask, 0) for v in range(V)])
+            on = [_any_of([Mux(b[v], ctx.vc_is[p, v][w], 0) for v in range(V)])
+                  for w in range(V)]
+            credit = _any_of([on[w] & ctx.ahead[1][w] for w in range(V)])
+            follow = _named(m, Mux(goes_on, route & credit, 0), f"follow{p}")
+            nxt.append((bidding, choice, fresh, head, prio, follow))
+
+        def update(popped, granted_to):
+            for p in range(P):
+                bidding, choice, fresh, head, prio, follow = nxt[p]
+                renew = _named(m, popped[p] | ~bidding, f"renew{p}")
+                goes_on = _named(m, popped[p] & follow.any(), f"goes_on{p}")
+                # The same bid again if the flit was not sent; withdrawn if it was sent on
+                # some branches only (the rest are bid from the next cycle) or failed a check
+                # (so that the input chooses again).
+                kept = Mux(ok[p] & ~granted_to[p].any(), bid[p], 0)
+                m.d.sync += bid[p].eq(Mux(renew, Mux(goes_on, follow, fresh), kept))
+                with m.If(renew & ~goes_on):
+                    m.d.sync += [bid_vc[p].eq(choice), bid_head[p].eq(head),
+                                 bid_prio[p].eq(prio)]
+                with m.If(goes_on):
+                    m.d.sync += bid_head[p].eq(0)
+
+        return chosen, grant, update
+
+    def _islip_allocate(self, m, ctx):
+        """One iteration of iSLIP on every input VC's registered request: outputs grant
+        among requesting inputs, each input accepts one granted output, then picks the VC
+        that sends; pointers move only on accepted grants. The requests are computed a cycle
+        ahead as in :meth:`_bid_allocate` (every VC's, in both cases: its flit sent or not),
+        the accept and the VC choice stay in the allocation cycle. Same returns."""
+        P, V, levels = ctx.P, ctx.V, ctx.levels
+        requesters = [(p, v) for p in range(P) for v in range(V)]
+        sources = [_others(P, q) for q in range(P)]
+        wants = {key: Signal(P, name=f"want_r{key[0]}_{key[1]}") for key in requesters}
+        head_of = {key: Signal(V, name=f"want_head{key[0]}_{key[1]}") for key in requesters}
+        taken = [Cat(ctx.taken[0].any() if q == 0 else ctx.taken[q][w] for q in range(P))
+                 for w in range(V)]
+        want = {key: _named(m, wants[key] & ~_any_of([head_of[key][w].replicate(P) & taken[w]
+                                                      for w in range(V)])
+                            & ~ctx.stall & ctx.in_ok[key[0]].replicate(P),
+                            f"want_ok{key[0]}_{key[1]}")
+                for key in requesters}
+        chosen = [[Signal(name=f"chosen{p}_{v}") for v in range(V)] for p in range(P)]
+        out_arb, in_arb, accept = [], [], []
+        for q in range(P):
+            m.submodules[f"sa_out{q}"] = arb = RoundRobin(len(sources[q]), levels)
+            out_arb.append(arb)
+        for p in range(P):
+            m.submodules[f"sa_in{p}"] = arb = RoundRobin(V, levels)
             in_arb.append(arb)
             if levels > 1:
-                m.d.comb += arb.priority.eq(Cat(prio_of[p, v] for v in range(V)))
-        port_prio = [Signal(self.config.fmt.prio_bits, name=f"port_prio{p}") for p in range(P)]
-
-        if self.config.allocator == "round_robin":
-            # Input first: each input picks a VC that can send somewhere, then each output
-            # picks among the inputs whose chosen VC wants it.
-            for p in range(P):
-                m.d.comb += in_arb[p].requests.eq(Cat(in_ok[p] & want[p, v].any()
-                                                      for v in range(V)))
-                for v in range(V):
-                    m.d.comb += chosen[p][v].eq(in_arb[p].grant[v])
-                    with m.If(in_arb[p].grant[v]):
-                        m.d.comb += port_prio[p].eq(prio_of[p, v])
-            # bids[p]: the outputs the VC input p chose wants
-            bids = [_named(m, _any_of([Mux(chosen[p][v], want[p, v], 0) for v in range(V)]),
-                           f"bids{p}") for p in range(P)]
-            for q in range(P):
-                arb = out_arb[q]
-                m.d.comb += arb.requests.eq(Cat(bids[p][q] for p in sources[q]))
-                if levels > 1:
-                    m.d.comb += arb.priority.eq(Cat(port_prio[p] for p in sources[q]))
-                m.d.comb += arb.advance.eq(1)
-            grant = [_widen(arb.grant, sources[q], P) for q, arb in enumerate(out_arb)]
-            for p in range(P):
-                m.d.comb += in_arb[p].advance.eq(Cat(grant[q][p] for q in range(P)).any())
-            return chosen, grant
-
-        # iSLIP, one iteration: outputs grant among requesting inputs, each input accepts
-        # one granted output; pointers move only on accepted grants.
-        accept = []
-        for p in range(P):
-            arb = RoundRobin(len(sources[p]))
-            m.submodules[f"sa_acc{p}"] = arb
+                m.d.comb += arb.priority.eq(Cat(ctx.prios[p, v] for v in range(V)))
+            m.submodules[f"sa_acc{p}"] = arb = RoundRobin(len(sources[p]))
             accept.append(arb)
+        port_prio = [Signal(self.config.fmt.prio_bits, name=f"port_prio{p}") for p in range(P)]
         for p in range(P):
             # The highest priority among the VCs that want an output, as a chain of
             # maxima: comparing with the signal being assigned would be a combinational loop.
             best = Const(0, port_prio[p].shape())
             for v in range(V):
-                best = Mux(want[p, v].any() & (prio_of[p, v] > best), prio_of[p, v], best)
+                best = Mux(want[p, v].any() & (ctx.prios[p, v] > best), ctx.prios[p, v], best)
             m.d.comb += port_prio[p].eq(best)
-        # wants[p]: the outputs some VC of input p wants
-        wants = [_named(m, Mux(in_ok[p], _any_of([want[p, v] for v in range(V)]), 0),
-                        f"wants{p}") for p in range(P)]
+        # wants_of[p]: the outputs some VC of input p wants
+        wants_of = [_named(m, _any_of([want[p, v] for v in range(V)]), f"wants{p}")
+                    for p in range(P)]
         for q in range(P):
             arb = out_arb[q]
-            m.d.comb += arb.requests.eq(Cat(wants[p][q] for p in sources[q]))
+            m.d.comb += arb.requests.eq(Cat(wants_of[p][q] for p in sources[q]))
             if levels > 1:
                 m.d.comb += arb.priority.eq(Cat(port_prio[p] for p in sources[q]))
         offered = [_widen(arb.grant, sources[q], P) for q, arb in enumerate(out_arb)]
@@ -545,7 +693,17 @@ class Router(wiring.Component):
         for q in range(P):
             m.d.comb += out_arb[q].advance.eq(
                 (grant[q] & Cat(accepted[p][q] for p in range(P))).any())
-        return chosen, grant
+
+        def update(popped, granted_to):
+            for p, v in requesters:
+                with m.If(chosen[p][v] & popped[p]):
+                    m.d.sync += [wants[p, v].eq(ctx.then[p, v]), head_of[p, v].eq(0)]
+                with m.Else():
+                    m.d.sync += [wants[p, v].eq(ctx.want[p, v] & ~Mux(chosen[p][v],
+                                                                       granted_to[p], 0)),
+                                 head_of[p, v].eq(ctx.heads[p, v])]
+
+        return chosen, grant, update
 
 
 class InputBuffer(wiring.Component):
@@ -585,6 +743,8 @@ class InputBuffer(wiring.Component):
     w_flit, w_ctrl : In(flit), In(ctrl)
     valid : Out(vcs)
         The queue of each VC is not empty.
+    more : Out(vcs)
+        The queue of each VC holds an entry behind its front.
     front : Out(ctrl).array(vcs)
         Control fields of each queue's front (meaningful when ``valid``).
     pop : In(vcs)
@@ -606,8 +766,10 @@ class InputBuffer(wiring.Component):
     """
 
     def __init__(self, flit: data.Layout, ctrl: data.Layout, vcs: int, depth: int,
-                 derived: dict | None = None, block: bool = False, local: bool = False):
+                 derived: dict | None = None, block: bool = False, local: bool = False,
+                 sync_read: bool = True):
         self.vcs, self.depth = vcs, depth
+        self.sync_read = sync_read
         self.derived = dict(derived or {})
         self.block = block
         self.local = local
@@ -620,7 +782,7 @@ class InputBuffer(wiring.Component):
         ``local_*`` members if ``local``)."""
         members = {
             "w_en": In(1), "w_flit": In(flit), "w_ctrl": In(ctrl),
-            "valid": Out(vcs), "front": Out(ctrl).array(vcs),
+            "valid": Out(vcs), "more": Out(vcs), "front": Out(ctrl).array(vcs),
             "pop": In(vcs), "read": In(1), "read_vc": In(range(max(vcs, 2))),
             "data": Out(flit),
         }
@@ -648,11 +810,14 @@ class InputBuffer(wiring.Component):
             attrs=attrs)
         # A synchronous read port with enable: block RAM for deep buffers, LUT RAM and a
         # register for shallow ones.
-        wport, rport = store.write_port(), store.read_port()
+        wport = store.write_port()
+        rport = store.read_port(domain="sync" if self.sync_read else "comb")
         w = len(self.w_flit.data)
         # One enable and a VC number per port rather than one-hot vectors: the memory's
         # enables need no OR, and the address multiplexers select by the number.
-        m.d.comb += [rport.en.eq(self.read), wport.data.eq(stored), wport.en.eq(self.w_en)]
+        m.d.comb += [wport.data.eq(stored), wport.en.eq(self.w_en)]
+        if self.sync_read:
+            m.d.comb += rport.en.eq(self.read)
         outputs = [(self.data, rport.data)]
         if self.local:
             # A second copy of the flit read, for the local output alone, zero unless it
@@ -688,7 +853,7 @@ class InputBuffer(wiring.Component):
             # computed: the emptiness test after a pop
             rnext = Signal(range(D), init=1 % D, name=f"rnext{v}")
             push = self.w_en & (self.w_flit.vc == v)
-            pop, front = self.pop[v], self.front[v]
+            pop, front, more = self.pop[v], self.front[v], self.more[v]
             # The front's control fields are read from the LUT RAM at rptr as they are
             # needed: a register copy of them, loaded from the memory or from the write side,
             # costs a LUT per bit for its multiplexer.
@@ -700,12 +865,21 @@ class InputBuffer(wiring.Component):
             waddr.append((self.w_flit.vc == v, v * D + wptr))
             with m.If(push):
                 m.d.sync += wptr.eq(wrap(wptr))
+            # ``more`` is a register, updated like ``valid``: the allocator's requests start
+            # from it, where a comparison of pointers would be two more logic levels.
+            after = wrap(rnext)
             with m.If(pop):
-                # the front has an entry behind it (a full queue has wptr == rptr != rnext)
-                m.d.sync += [rptr.eq(rnext), rnext.eq(wrap(rnext)),
-                             self.valid[v].eq((rnext != wptr) | push)]
+                m.d.sync += [rptr.eq(rnext), rnext.eq(after), self.valid[v].eq(more | push)]
+                if D > 2:
+                    # a third entry: the slot after rnext is not free (a full queue has
+                    # wptr == rptr, which is neither rnext nor the slot after it)
+                    with m.If(~push):
+                        m.d.sync += more.eq(more & (after != wptr))
+                elif D == 2:
+                    with m.If(~push):
+                        m.d.sync += more.eq(0)
             with m.Elif(push):
-                m.d.sync += self.valid[v].eq(1)
+                m.d.sync += [self.valid[v].eq(1), more.eq(self.valid[v])]
             raddr.append((self.read_vc == v, v * D + rptr))
         top = Const(1, 1) if self.local else Const(0, 0)
         m.d.comb += [waddr_low.eq(_one_hot_or(waddr)), wport.addr.eq(Cat(waddr_low, top)),
@@ -811,6 +985,14 @@ def _several(mask):
     """Two bits or more of ``mask`` set, as AND-OR terms (``mask & (mask - 1)`` would be a
     carry chain)."""
     return Cat(mask[i] & mask[i + 1:].any() for i in range(len(mask) - 1)).any()
+
+
+def _held(cfg: RouterConfig) -> bool:
+    """The flits are read synchronously and held in the inputs' read registers for the
+    outputs (block RAM: ``block_buffers``, or more than 64 words per input, which synthesis
+    puts in block RAM); otherwise they are read asynchronously (LUT RAM) into output
+    registers."""
+    return cfg.block_buffers or cfg.fmt.vcs * cfg.depth > 64
 
 
 def _ored_local(cfg: RouterConfig) -> bool:
