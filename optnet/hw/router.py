@@ -3,25 +3,57 @@
 Pipeline (zero load, cycles after a head flit is presented on an input)::
 
     0  route lookup from the head flit's header; flit and route written to its VC buffer
-    1  switch allocation: the flit at the front of each VC bids for its outputs; a winning
-       unicast head also takes its output VC; each winning input reads its flit from its
-       buffer memory (one flit per input and cycle)
-    2  traversal: each output takes the flit read for it into the output register
+    1  stage A: the flit at the front of each VC requests its outputs; each input chooses
+       one VC (round robin) and registers that VC and its outputs as its bid
+    2  stage B: an arbiter per output picks among the registered bids; each winning input
+       reads its flit from its buffer memory into the output register (one flit per input
+       and cycle); a winning unicast head takes its output VC
     3  flit valid on the output
 
 so a head flit takes three cycles per hop and every following flit one more cycle each.
 With ``block_tables`` (see below) the lookup is a block RAM read, so the flit is registered
 while its route is read and written to its buffer a cycle later: four cycles per hop.
-Allocation and traversal are separate stages so that no combinational path runs from the
-allocators through the crossbar (the router reaches its clock on slow fabrics too).
+
+Switch allocation is split over two cycles so that neither holds the whole separable
+allocator (requests, input arbitration, output arbitration, state update: one path of 11
+to 17 logic levels in one cycle). Stage A computes each input's bid for the next cycle from
+the state of this one; stage B arbitrates on registered bids and updates the state. Stage A
+cannot know what stage B decides in the same cycle, so the next bid is one of three, chosen
+by stage B's outcome at the clock edge: the same bid again if the input's flit was not sent
+(withdrawn if it failed a check, or was sent on some branches of a multicast only); if the
+flit was sent and the next one of its packet is there, the packet's outputs again (only the
+packet that holds an output VC spends its credits, so stage A knows they have a credit even
+if one is spent now); else a new round-robin choice among the input's other VCs. A VC so
+keeps its input while its packet streams, one flit a cycle, and the input's other VCs take
+their turn at its end or when it stops (it never holds the input while it waits). A VC
+whose next packet is behind the one that ends waits a cycle: the new head's route is read
+when it reaches the front.
+
+A bid is at most a cycle old when it is arbitrated, and stage B checks, after the
+arbiters, what it could not know: the output free (``ready``), the input free (with block
+RAM, see below) and, for a unicast head, that no head was granted that output last cycle
+and no multicast takes VCs there (a head bids for an output VC it saw idle; this is when
+it may have been taken since). A bid that fails a check is withdrawn and the input chooses
+again; a winner that fails has had its arbiter's turn. The credit and idle-VC tests of a
+bid are thus never optimistic, and stage A's guesses (an output stalled now stays so) only
+cost a cycle when wrong.
+
+Flits are read asynchronously (LUT RAM buffers) when they are granted, into the output
+register. With block RAM buffers (``block_buffers``, or more than 64 words per input, which
+synthesis puts in block RAM; :func:`_held`) the read is synchronous: a granted flit is in
+the input's read register the next cycle and the output shows that register through the
+crossbar, so a stalled output holds its input, which is not read again (nor granted) until
+the output takes the flit.
 
 Output VC allocation is folded into switch allocation: tables give every packet one VC
 per output, so a unicast head only has to find that VC idle, and the switch arbiter already
 lets one head per output win a cycle. Multicast heads need several output VCs at once: a
-multicast head bids only when all of them are idle and each has ``multicast_credits``
-credits; one bidder (round robin) becomes the candidate, unicast heads are kept off its VCs
-for one cycle, and it takes them all at once, or gives up if one was taken in the meantime.
-A multicast head therefore spends one cycle more per hop. Each flit leaves its input buffer
+multicast head bids (a registered bid) only when all of them are idle and each has
+``multicast_credits`` credits; one bidder (round robin) becomes the candidate, unicast heads
+are kept off its VCs for a cycle, and it takes them all at once, or gives up if one was
+taken in the meantime; from the next cycle it bids for switch allocation as the owner of
+its VCs. A multicast head therefore spends three cycles more per hop than a unicast one.
+Each flit leaves its input buffer
 once it has been sent on every branch, and a branch gives its VC back when it has sent the
 tail.
 
@@ -42,10 +74,10 @@ whole packets; link outputs interleave the packets of different VCs flit by flit
 
 Flow control is credit based on every port: an output sends only when the downstream
 buffer of the flit's VC has room (``credits`` per port, returned on ``cred_in``); an input
-returns one credit per flit it frees on ``cred_out``, one cycle after the flit's last
-traversal (a dropped flit: one cycle after it is discarded). Outputs
-also honour ``ready``, so a link layer that cannot take a flit this cycle stalls its port;
-``ready`` feeds allocation directly and should come from a register.
+returns one credit per flit it frees on ``cred_out``, one cycle after the flit's last read
+(with block RAM buffers, after its last traversal; a dropped flit: one cycle after it is
+discarded). Outputs also honour ``ready``, so a link layer that cannot take a flit this
+cycle stalls its port; ``ready`` feeds allocation directly and should come from a register.
 
 Routing is the routing stage's destination-based tables (:mod:`optnet.routing.tables`): the
 unicast table maps a destination id to an output port and the VC to use on it; the
@@ -438,9 +470,8 @@ class Router(wiring.Component):
                 # dropping an unroutable packet, one flit a cycle when no credit of this
                 # VC is being returned for a sent flit
                 m.d.comb += dropping.eq(valid[p, v] & ~(release[p][v] & in_ok[p]))
-            with m.Elif(granted.any()):
-                with m.If(~st.active & ~fr.tail):   # a unicast head took its VC
-                    m.d.sync += take_vcs
+            with m.Elif(granted.any() & ~st.active & ~fr.tail):   # a unicast head took its VC
+                m.d.sync += take_vcs
             m.d.comb += bufs[p].pop[v].eq(dequeue | dropping)
             if held:
                 m.d.sync += self.cred_out[p][v].eq(dropping | (release[p][v] & in_ok[p]))
@@ -713,14 +744,16 @@ class InputBuffer(wiring.Component):
     priority, route) are read asynchronously from a small LUT RAM per VC at the read
     pointer, so they appear the cycle after the write, as a register copy would, without
     that copy's load multiplexer (a LUT per bit). Flit data sits in one memory of
-    ``vcs * depth`` words per input with a synchronous read port: :attr:`read` reads a VC's
-    front, which appears on :attr:`data` from the next cycle until the next :attr:`read`.
-    The router therefore needs no latch or VC multiplexer per input besides the memory's own
-    output register, and deep buffers become block RAM. Amaranth's FIFOs keep one memory per
-    queue and expose no addresses, hence this component.
+    ``vcs * depth`` words per input. With ``sync_read`` its read port is synchronous:
+    :attr:`read` reads a VC's front, which appears on :attr:`data` from the next cycle until
+    the next :attr:`read`, so the router needs no latch or VC multiplexer per input besides
+    the memory's own output register, and deep buffers become block RAM. Without, :attr:`data`
+    is the front of :attr:`read_vc`'s queue in the same cycle (LUT RAM), for the router to
+    register where it goes. Amaranth's FIFOs keep one memory per queue and expose no
+    addresses, hence this component.
 
-    A slot is reused only after its flit was both popped and sent on (the router returns
-    the credit for it after traversal).
+    A slot is reused only after its flit was popped and its last read is no longer needed
+    (the router returns the credit for it then).
 
     Parameters
     ----------
@@ -730,7 +763,9 @@ class InputBuffer(wiring.Component):
         Flit storage in block RAM (see :attr:`~optnet.plan.configs.RouterConfig.block_buffers`).
     local : bool, optional
         A second, zeroed copy of the flit read for the local output (``local_*`` members),
-        for a local output that ORs its inputs.
+        for a local output that ORs its inputs (only with ``sync_read``).
+    sync_read : bool, optional
+        The flit data is read synchronously (see above); by default.
     derived : dict of str to callable, optional
         Fields of ``ctrl`` that are not stored but computed, as ``derived[name](entry)``
         from the stored fields of the front entry (``w_ctrl``'s value of them is ignored).
@@ -751,11 +786,12 @@ class InputBuffer(wiring.Component):
         Remove the front of these queues.
     read : In(1)
         Read the front of the queue of :attr:`read_vc` (the one before a ``pop`` of the
-        same cycle).
+        same cycle); only with ``sync_read``.
     read_vc : In(range(max(vcs, 2)))
         (At least a bit wide: a zero-width port is not Verilog.)
     data : Out(flit)
-        The flit read last (its ``vc`` field reads as 0).
+        With ``sync_read``, the flit read last; without, the front of :attr:`read_vc`'s
+        queue (its ``vc`` field reads as 0).
     local_read : In(1)
         Only with ``local``: this cycle's :attr:`read` is also for the local output.
     local_hold : In(1)
