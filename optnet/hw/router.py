@@ -329,16 +329,18 @@ class Router(wiring.Component):
         # A bid is computed from the state of the cycle before, so a unicast head may bid
         # for a VC that was taken meanwhile: by a head granted on that output last cycle
         # (``took``), or by a multicast candidate that took its VCs last cycle or takes
-        # them now. ``head_block``, bit q: no unicast head may be granted output q now; per
-        # output rather than per VC (a head for another VC of q waits a cycle), so that it
-        # is registers and a LUT.
-        took = Signal(P, name="took")
+        # them now. ``head_block[q]``, bit w: no unicast head may be granted VC w of output
+        # q now (on the local output, which carries one packet at a time, any VC). Per VC,
+        # so that two heads for different VCs of an output follow each other without a gap;
+        # registers and a LUT.
+        took = [Signal(V, name=f"took{q}") for q in range(P)]
         head_block = took
         if cfg.multicasts:
             mc_took = Signal(name="mc_took")
             m.d.sync += mc_took.eq(mc_pend & complete)
-            head_block = _named(m, took | Mux(mc_took | mc_pend, Cat(
-                mc_need[q].any() for q in range(P)), 0), "head_block")
+            head_block = [_named(m, took[q] | Mux(mc_took | mc_pend, mc_need[q], 0),
+                                 f"head_block{q}") for q in range(P)]
+        head_block = [head_block[0].any().replicate(V), *head_block[1:]]
         ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then,
                               uni_heads=uni_heads, heads=heads, prios=prios, taken=vc_taken,
                               stall=stall, in_ok=in_ok, bufs=bufs, fronts=fronts,
@@ -371,7 +373,8 @@ class Router(wiring.Component):
             head = _named(m, (Cat(grant[q]) & heads).any(), f"sent_head{q}")
             tail = _named(m, (Cat(grant[q]) & tails).any(), f"sent_tail{q}")
             send = _named(m, Cat(grant[q]).any(), f"send{q}")
-            m.d.sync += took[q].eq(send & head & ~tail)
+            m.d.sync += took[q].eq(Cat(send & head & ~tail & (sent_vc == w)
+                                       for w in range(V)))
             with m.If(self.out[q].ready):
                 m.d.sync += self.out[q].valid.eq(0)
             with m.If(send):
@@ -587,7 +590,8 @@ class Router(wiring.Component):
         # the VC (one-hot; kept when the bid is withdrawn, as the round robin's pointer)
         bid_vc = [Signal(V, name=f"bid_vc{p}", init=1 << (V - 1)) for p in range(P)]
         bid = [Signal(P, name=f"bid{p}") for p in range(P)]
-        bid_head = Signal(P, name="bid_head")
+        # one-hot, the VC a unicast head bids for (all zero for any other flit)
+        bid_head = [Signal(V, name=f"bid_head{p}") for p in range(P)]
         bid_prio = [Signal(pb, name=f"bid_prio{p}") for p in range(P)]
 
         # -- stage B: an arbiter per output over the bids, then the checks ----------------
@@ -596,17 +600,23 @@ class Router(wiring.Component):
         # lowered apart, so synthesis would not see the constant). ``_widen`` puts the
         # grants back in place. An arbiter's pointer moves whenever its output is free: a
         # winner that fails a check has had its turn.
-        grant = []
+        grant, out_arb = [], []
         for q in range(P):
             m.submodules[f"sa_out{q}"] = arb = RoundRobin(len(sources[q]), levels)
+            out_arb.append(arb)
             m.d.comb += [arb.requests.eq(Cat(bid[p][q] for p in sources[q])),
                          arb.advance.eq(~ctx.stall[q])]
             if levels > 1:
                 m.d.comb += arb.priority.eq(Cat(bid_prio[p] for p in sources[q]))
-            grant.append(_named(m, _widen(arb.grant, sources[q], P) & ctx.in_ok & Mux(
-                ctx.stall[q], 0, Mux(ctx.head_block[q], ~bid_head, -1)), f"grant{q}"))
+        # kill[q], bit p: input p bids with a unicast head for a VC of output q that is
+        # blocked now
+        kill = [_named(m, Cat((bid_head[p] & ctx.head_block[q]).any() for p in range(P)),
+                       f"kill{q}") for q in range(P)]
+        for q in range(P):
+            grant.append(_named(m, _widen(out_arb[q].grant, sources[q], P) & ctx.in_ok
+                                & ~kill[q] & ~ctx.stall[q].replicate(P), f"grant{q}"))
         # ok[p]: the bid of input p failed no check but perhaps its outputs' being free
-        ok = [_named(m, ctx.in_ok[p] & ~(bid_head[p] & (bid[p] & ctx.head_block).any()),
+        ok = [_named(m, ctx.in_ok[p] & ~(bid[p] & Cat(kill[q][p] for q in range(P))).any(),
                      f"bid_ok{p}") for p in range(P)]
         chosen = [[bid_vc[p][v] for v in range(V)] for p in range(P)]
 
@@ -622,7 +632,9 @@ class Router(wiring.Component):
                 f"choice{p}")
             fresh = _named(m, _any_of([Mux(choice[v], want[v], 0) for v in range(V)]),
                            f"fresh{p}")
-            head = _any_of([choice[v] & ctx.uni_heads[p, v] for v in range(V)])
+            # (a unicast entry has the same VC on every port: port 0's says which)
+            head = Cat(_any_of([choice[v] & ctx.uni_heads[p, v] & ctx.vc_is[p, v][w][0]
+                                for v in range(V)]) for w in range(V))
             prio = (_any_of([Mux(choice[v], pr[v], 0) for v in range(V)]) if levels > 1
                     else Const(0, pb))
             # The bidding VC's next flit, if it belongs to the same packet: the packet's
