@@ -327,20 +327,16 @@ class Router(wiring.Component):
 
         # -- stage B: switch allocation on the registered bids ----------------------------
         # A bid is computed from the state of the cycle before, so a unicast head may bid
-        # for a VC that was taken meanwhile: by a head granted on that output last cycle
-        # (``took``), or by a multicast candidate that took its VCs last cycle or takes
-        # them now. ``head_block[q]``, bit w: no unicast head may be granted VC w of output
-        # q now (on the local output, which carries one packet at a time, any VC). Per VC,
-        # so that two heads for different VCs of an output follow each other without a gap;
-        # registers and a LUT.
-        took = [Signal(V, name=f"took{q}") for q in range(P)]
-        head_block = took
-        if cfg.multicasts:
-            mc_took = Signal(name="mc_took")
-            m.d.sync += mc_took.eq(mc_pend & complete)
-            head_block = [_named(m, took[q] | Mux(mc_took | mc_pend, mc_need[q], 0),
-                                 f"head_block{q}") for q in range(P)]
-        head_block = [head_block[0].any().replicate(V), *head_block[1:]]
+        # for a VC that was taken meanwhile: by a head granted on that output last cycle,
+        # or by a multicast candidate that took its VCs last cycle or takes them now.
+        # ``head_block[q]``, bit w: no unicast head may be granted VC w of output q now (on
+        # the local output, which carries one packet at a time, any VC). Per VC, so that two
+        # heads for different VCs of an output follow each other without a gap. A register,
+        # computed at the end of the cycle before from what stage B and the multicast
+        # candidate decided then: it gates the grants, where the LUT that combined those
+        # registers was the start of the slowest path on ECP5. ``block_next[q]``: its terms.
+        head_block = [Signal(V, name=f"head_block{q}") for q in range(P)]
+        block_next = [[] for _ in range(P)]
         ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then,
                               uni_heads=uni_heads, heads=heads, prios=prios, taken=vc_taken,
                               stall=stall, in_ok=in_ok, bufs=bufs, fronts=fronts,
@@ -373,8 +369,7 @@ class Router(wiring.Component):
             head = _named(m, (Cat(grant[q]) & heads).any(), f"sent_head{q}")
             tail = _named(m, (Cat(grant[q]) & tails).any(), f"sent_tail{q}")
             send = _named(m, Cat(grant[q]).any(), f"send{q}")
-            m.d.sync += took[q].eq(Cat(send & head & ~tail & (sent_vc == w)
-                                       for w in range(V)))
+            block_next[q].append(Cat(send & head & ~tail & (sent_vc == w) for w in range(V)))
             with m.If(self.out[q].ready):
                 m.d.sync += self.out[q].valid.eq(0)
             with m.If(send):
@@ -538,11 +533,22 @@ class Router(wiring.Component):
                     m.d.sync += mc_need[q].eq(Cat(need[w][q] for w in range(V)))
             with m.If(mc_pend):
                 m.d.sync += mc_pend.eq(0)       # claimed, or given up if a VC went meanwhile
+            # unicast heads are kept off the candidate's VCs while it is pending and in the
+            # cycle after it took them (its bid was a cycle old)
+            load = ~mc_pend & mc_arb.grant.any()
+            for q in range(P):
+                block_next[q] += [Mux(load, Cat(need[w][q] for w in range(V)), 0),
+                                  Mux(mc_pend & complete, mc_need[q], 0)]
             with m.If(mc_pend & complete):
                 for q in range(P):
                     for w in range(V):
                         with m.If(mc_need[q][w]):   # bit by bit: a tail may free another VC
                             m.d.sync += busy[q][w].eq(1)
+
+        for q in range(P):
+            # (the local output carries one packet at a time: a head there blocks every VC)
+            nxt = _any_of(block_next[q])
+            m.d.sync += head_block[q].eq(nxt.any().replicate(V) if q == 0 else nxt)
 
         dropped = Signal(16)
         m.d.comb += self.dropped.eq(dropped)
