@@ -223,19 +223,49 @@ class Router(wiring.Component):
             ahead[0].append(_named(m, Cat(zero) & ~stall, f"ahead0_{w}"))
             ahead[1].append(_named(m, Cat(one) & ~stall, f"ahead1_{w}"))
 
+        # -- the bids (round robin; see _bid_allocate) ------------------------------------
+        # ``head_bids[q]``, bit w: some input's registered bid is that of a unicast head that
+        # takes VC w of output q (a packet of several flits; on the local output, which
+        # carries one packet at a time, any VC). It may be granted now, so no other unicast
+        # head bids for that VC next cycle, nor does the multicast candidate take it now
+        # (nor one that a one-flit packet's head bids for: ``head_bids_any``, so that none
+        # spends a credit the candidate counted on): then no grant needs checking against a
+        # head granted or a VC taken since the bid was made (such a check, after the output
+        # arbiters, was on the slowest path), and the bid of a head that takes a VC is never
+        # kept for a second cycle (see _bid_allocate).
+        occupied = busy
+        head_bids = None
+        if cfg.allocator == "round_robin":
+            bid = [Signal(P, name=f"bid{p}") for p in range(P)]
+            bid_head = [Signal(V, name=f"bid_head{p}") for p in range(P)]
+            bid_single = [Signal(V, name=f"bid_single{p}") for p in range(P)]
+
+            def bids_for(which, name):
+                found = [_named(m, _any_of([Mux(bid[p][q], which[p], 0) for p in range(P)]),
+                                f"{name}{q}") for q in range(P)]
+                return [found[0].any().replicate(V), *found[1:]]
+
+            head_bids = bids_for(bid_head, "head_bids")
+            head_bids_any = bids_for([bid_head[p] | bid_single[p] for p in range(P)],
+                                     "head_bids_any")
+            occupied = [_named(m, busy[q] | head_bids[q], f"occupied{q}") for q in range(P)]
+            mc_occupied = [busy[q] | head_bids_any[q] for q in range(P)]
+
         # -- the multicast candidate (see the module docstring) --------------------------
-        vc_taken = busy
+        vc_taken = occupied
         if cfg.multicasts:
             mc_pend = Signal()
             mc_who = Signal(len(requesters))
             mc_need = [Signal(V, name=f"mc_need{q}") for q in range(P)]
-            vc_taken = [_named(m, busy[q] | Mux(mc_pend, mc_need[q], 0), f"vc_taken{q}")
+            vc_taken = [_named(m, occupied[q] | Mux(mc_pend, mc_need[q], 0), f"vc_taken{q}")
                         for q in range(P)]
             # The local output carries one packet at a time, whatever its VC: the endpoints
             # reassemble packets without per-VC state. Safe, because ejection is a sink.
-            complete = _named(m, Cat(~mc_need[0].any() | ~busy[0].any(),
-                                     *(~mc_need[q] | ~busy[q] for q in range(1, P))).all(),
-                              "complete")
+            if head_bids is None:
+                mc_occupied = busy
+            complete = _named(m, Cat(~mc_need[0].any() | ~mc_occupied[0].any(),
+                                     *(~mc_need[q] | ~mc_occupied[q] for q in range(1, P))
+                                     ).all(), "complete")
 
         # -- input side: route lookup, buffers, per-VC state ----------------------------
         bufs, fronts, valid, states, prios, cur_vcs = [], {}, {}, {}, {}, {}
@@ -325,23 +355,13 @@ class Router(wiring.Component):
                 heads[p, v] = Cat(uni_head & (vc_is[p, v][w] & fr.route.mask).any()
                                   for w in range(V))
 
-        # -- stage B: switch allocation on the registered bids ----------------------------
-        # A bid is computed from the state of the cycle before, so a unicast head may bid
-        # for a VC that was taken meanwhile: by a head granted on that output last cycle,
-        # or by a multicast candidate that took its VCs last cycle or takes them now.
-        # ``head_block[q]``, bit w: no unicast head may be granted VC w of output q now (on
-        # the local output, which carries one packet at a time, any VC). Per VC, so that two
-        # heads for different VCs of an output follow each other without a gap. A register,
-        # computed at the end of the cycle before from what stage B and the multicast
-        # candidate decided then: it gates the grants, where the LUT that combined those
-        # registers was the start of the slowest path on ECP5. ``block_next[q]``: its terms.
-        head_block = [Signal(V, name=f"head_block{q}") for q in range(P)]
-        block_next = [[] for _ in range(P)]
         ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then,
                               uni_heads=uni_heads, heads=heads, prios=prios, taken=vc_taken,
                               stall=stall, in_ok=in_ok, bufs=bufs, fronts=fronts,
-                              states=states, vc_is=vc_is, ahead=ahead, head_block=head_block)
+                              states=states, vc_is=vc_is, ahead=ahead)
         if cfg.allocator == "round_robin":
+            ctx.bid, ctx.bid_head, ctx.bid_single = bid, bid_head, bid_single
+            ctx.head_bids = head_bids
             chosen, grant, bid_update = self._bid_allocate(m, ctx)
         else:
             chosen, grant, bid_update = self._islip_allocate(m, ctx)
@@ -369,7 +389,6 @@ class Router(wiring.Component):
             head = _named(m, (Cat(grant[q]) & heads).any(), f"sent_head{q}")
             tail = _named(m, (Cat(grant[q]) & tails).any(), f"sent_tail{q}")
             send = _named(m, Cat(grant[q]).any(), f"send{q}")
-            block_next[q].append(Cat(send & head & ~tail & (sent_vc == w) for w in range(V)))
             with m.If(self.out[q].ready):
                 m.d.sync += self.out[q].valid.eq(0)
             with m.If(send):
@@ -533,22 +552,11 @@ class Router(wiring.Component):
                     m.d.sync += mc_need[q].eq(Cat(need[w][q] for w in range(V)))
             with m.If(mc_pend):
                 m.d.sync += mc_pend.eq(0)       # claimed, or given up if a VC went meanwhile
-            # unicast heads are kept off the candidate's VCs while it is pending and in the
-            # cycle after it took them (its bid was a cycle old)
-            load = ~mc_pend & mc_arb.grant.any()
-            for q in range(P):
-                block_next[q] += [Mux(load, Cat(need[w][q] for w in range(V)), 0),
-                                  Mux(mc_pend & complete, mc_need[q], 0)]
             with m.If(mc_pend & complete):
                 for q in range(P):
                     for w in range(V):
                         with m.If(mc_need[q][w]):   # bit by bit: a tail may free another VC
                             m.d.sync += busy[q][w].eq(1)
-
-        for q in range(P):
-            # (the local output carries one packet at a time: a head there blocks every VC)
-            nxt = _any_of(block_next[q])
-            m.d.sync += head_block[q].eq(nxt.any().replicate(V) if q == 0 else nxt)
 
         dropped = Signal(16)
         m.d.comb += self.dropped.eq(dropped)
@@ -595,9 +603,11 @@ class Router(wiring.Component):
         sources = [_others(P, q) for q in range(P)]
         # the VC (one-hot; kept when the bid is withdrawn, as the round robin's pointer)
         bid_vc = [Signal(V, name=f"bid_vc{p}", init=1 << (V - 1)) for p in range(P)]
-        bid = [Signal(P, name=f"bid{p}") for p in range(P)]
-        # one-hot, the VC a unicast head bids for (all zero for any other flit)
-        bid_head = [Signal(V, name=f"bid_head{p}") for p in range(P)]
+        # ``bid[p]``: its outputs; ``bid_head[p]``, ``bid_single[p]``: one-hot, the VC a
+        # unicast head bids for, that of a packet of several flits (which takes the VC) or
+        # of one (which does not), meaningful only while it bids; made by the caller, which
+        # needs them earlier
+        bid, bid_head, bid_single = ctx.bid, ctx.bid_head, ctx.bid_single
         bid_prio = [Signal(pb, name=f"bid_prio{p}") for p in range(P)]
 
         # -- stage B: an arbiter per output over the bids, then the checks ----------------
@@ -614,16 +624,9 @@ class Router(wiring.Component):
                          arb.advance.eq(~ctx.stall[q])]
             if levels > 1:
                 m.d.comb += arb.priority.eq(Cat(bid_prio[p] for p in sources[q]))
-        # kill[q], bit p: input p bids with a unicast head for a VC of output q that is
-        # blocked now
-        kill = [_named(m, Cat((bid_head[p] & ctx.head_block[q]).any() for p in range(P)),
-                       f"kill{q}") for q in range(P)]
         for q in range(P):
             grant.append(_named(m, _widen(out_arb[q].grant, sources[q], P) & ctx.in_ok
-                                & ~kill[q] & ~ctx.stall[q].replicate(P), f"grant{q}"))
-        # ok[p]: the bid of input p failed no check but perhaps its outputs' being free
-        ok = [_named(m, ctx.in_ok[p] & ~(bid[p] & Cat(kill[q][p] for q in range(P))).any(),
-                     f"bid_ok{p}") for p in range(P)]
+                                & ~ctx.stall[q].replicate(P), f"grant{q}"))
         chosen = [[bid_vc[p][v] for v in range(V)] for p in range(P)]
 
         # -- stage A: what each input bids next -------------------------------------------
@@ -639,8 +642,9 @@ class Router(wiring.Component):
             fresh = _named(m, _any_of([Mux(choice[v], want[v], 0) for v in range(V)]),
                            f"fresh{p}")
             # (a unicast entry has the same VC on every port: port 0's says which)
-            head = Cat(_any_of([choice[v] & ctx.uni_heads[p, v] & ctx.vc_is[p, v][w][0]
-                                for v in range(V)]) for w in range(V))
+            head, single = (Cat(_any_of([
+                choice[v] & ctx.uni_heads[p, v] & (ctx.fronts[p, v].tail == one)
+                & ctx.vc_is[p, v][w][0] for v in range(V)]) for w in range(V)) for one in (0, 1))
             prio = (_any_of([Mux(choice[v], pr[v], 0) for v in range(V)]) if levels > 1
                     else Const(0, pb))
             # The bidding VC's next flit, if it belongs to the same packet: the packet's
@@ -654,23 +658,30 @@ class Router(wiring.Component):
                   for w in range(V)]
             credit = _any_of([on[w] & ctx.ahead[1][w] for w in range(V)])
             follow = _named(m, Mux(goes_on, route & credit, 0), f"follow{p}")
-            nxt.append((bidding, choice, fresh, head, prio, follow))
+            nxt.append((bidding, choice, fresh, head, single, prio, follow))
 
         def update(popped, granted_to):
             for p in range(P):
-                bidding, choice, fresh, head, prio, follow = nxt[p]
+                bidding, choice, fresh, head, single, prio, follow = nxt[p]
                 renew = _named(m, popped[p] | ~bidding, f"renew{p}")
                 goes_on = _named(m, popped[p] & follow.any(), f"goes_on{p}")
                 # The same bid again if the flit was not sent; withdrawn if it was sent on
-                # some branches only (the rest are bid from the next cycle) or failed a check
-                # (so that the input chooses again).
-                kept = Mux(ok[p] & ~granted_to[p].any(), bid[p], 0)
+                # some branches only (the rest are bid from the next cycle), if its input's
+                # read register is held, or if it is a unicast head's: a head bids for one
+                # cycle only (``head_bids`` keeps others off its VC for that cycle alone),
+                # and chooses again from the VCs' state, which shows any VC taken meanwhile.
+                # A one-flit packet takes no VC, so its head may bid again, unless a head that
+                # takes the VC bids for it now (and may be granted it).
+                clash = _any_of([Mux(bid[p][q], (bid_single[p] & ctx.head_bids[q]).any(), 0)
+                                 for q in range(P)])
+                kept = Mux(ctx.in_ok[p] & ~granted_to[p].any() & ~bid_head[p].any() & ~clash,
+                           bid[p], 0)
                 m.d.sync += bid[p].eq(Mux(renew, Mux(goes_on, follow, fresh), kept))
                 with m.If(renew & ~goes_on):
                     m.d.sync += [bid_vc[p].eq(choice), bid_head[p].eq(head),
-                                 bid_prio[p].eq(prio)]
+                                 bid_single[p].eq(single), bid_prio[p].eq(prio)]
                 with m.If(goes_on):
-                    m.d.sync += bid_head[p].eq(0)
+                    m.d.sync += [bid_head[p].eq(0), bid_single[p].eq(0)]
 
         return chosen, grant, update
 
