@@ -246,8 +246,7 @@ class Router(wiring.Component):
                 return [found[0].any().replicate(V), *found[1:]]
 
             head_bids = bids_for(bid_head, "head_bids")
-            head_bids_any = bids_for([bid_head[p] | bid_single[p] for p in range(P)],
-                                     "head_bids_any")
+            head_bids_any = bids_for(bid_single, "head_bids_any")
             occupied = [_named(m, busy[q] | head_bids[q], f"occupied{q}") for q in range(P)]
             mc_occupied = [busy[q] | head_bids_any[q] for q in range(P)]
 
@@ -604,8 +603,8 @@ class Router(wiring.Component):
         # the VC (one-hot; kept when the bid is withdrawn, as the round robin's pointer)
         bid_vc = [Signal(V, name=f"bid_vc{p}", init=1 << (V - 1)) for p in range(P)]
         # ``bid[p]``: its outputs; ``bid_head[p]``, ``bid_single[p]``: one-hot, the VC a
-        # unicast head bids for, that of a packet of several flits (which takes the VC) or
-        # of one (which does not), meaningful only while it bids; made by the caller, which
+        # unicast head bids for if it takes the VC (a packet of several flits), and if it
+        # is any unicast head, meaningful only while it bids; made by the caller, which
         # needs them earlier
         bid, bid_head, bid_single = ctx.bid, ctx.bid_head, ctx.bid_single
         bid_prio = [Signal(pb, name=f"bid_prio{p}") for p in range(P)]
@@ -642,9 +641,10 @@ class Router(wiring.Component):
             fresh = _named(m, _any_of([Mux(choice[v], want[v], 0) for v in range(V)]),
                            f"fresh{p}")
             # (a unicast entry has the same VC on every port: port 0's says which)
-            head, single = (Cat(_any_of([
-                choice[v] & ctx.uni_heads[p, v] & (ctx.fronts[p, v].tail == one)
-                & ctx.vc_is[p, v][w][0] for v in range(V)]) for w in range(V)) for one in (0, 1))
+            single = Cat(_any_of([choice[v] & ctx.uni_heads[p, v] & ctx.vc_is[p, v][w][0]
+                                  for v in range(V)]) for w in range(V))
+            head = single & ~_any_of([choice[v] & ctx.fronts[p, v].tail
+                                      for v in range(V)]).replicate(V)
             prio = (_any_of([Mux(choice[v], pr[v], 0) for v in range(V)]) if levels > 1
                     else Const(0, pb))
             # The bidding VC's next flit, if it belongs to the same packet: the packet's
@@ -670,12 +670,7 @@ class Router(wiring.Component):
                 # read register is held, or if it is a unicast head's: a head bids for one
                 # cycle only (``head_bids`` keeps others off its VC for that cycle alone),
                 # and chooses again from the VCs' state, which shows any VC taken meanwhile.
-                # A one-flit packet takes no VC, so its head may bid again, unless a head that
-                # takes the VC bids for it now (and may be granted it).
-                clash = _any_of([Mux(bid[p][q], (bid_single[p] & ctx.head_bids[q]).any(), 0)
-                                 for q in range(P)])
-                kept = Mux(ctx.in_ok[p] & ~granted_to[p].any() & ~bid_head[p].any() & ~clash,
-                           bid[p], 0)
+                kept = Mux(ctx.in_ok[p] & ~granted_to[p].any() & ~bid_single[p].any(), bid[p], 0)
                 m.d.sync += bid[p].eq(Mux(renew, Mux(goes_on, follow, fresh), kept))
                 with m.If(renew & ~goes_on):
                     m.d.sync += [bid_vc[p].eq(choice), bid_head[p].eq(head),
