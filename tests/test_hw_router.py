@@ -78,6 +78,7 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
         credits = {(p, v): DEPTH for p in range(ports) for v in range(2)}
         # credits the harness (as downstream) owes back: (due cycle, port, vc)
         owed = deque()
+        held = defaultdict(int)     # (port, vc) -> flits received, credit not yet returned
         for cycle in range(cycles):
             for p in range(ports):
                 inp = dut.inp[p]
@@ -102,6 +103,7 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
                     owed.appendleft((cycle + 1, q, v))
                     break
                 cred_in[q] |= 1 << v
+                held[q, v] -= 1
                 returned += 1
             for q in range(ports):
                 ctx.set(dut.cred_in[q], cred_in[q])
@@ -110,6 +112,10 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
                 if ctx.get(out.valid) and ctx.get(out.ready):
                     flit = ctx.get(out.payload)
                     received[q, flit.vc].append((flit.data, flit.head, flit.tail))
+                    # the harness, as the receiver, has room for DEPTH flits per VC: a flit
+                    # beyond them was sent without a credit
+                    held[q, flit.vc] += 1
+                    assert held[q, flit.vc] <= DEPTH, f"output {q} VC {flit.vc}: no credit"
                     if q == 0:
                         local.append((flit.data, flit.head, flit.tail))
                     owed.append((cycle + credit_delay, q, flit.vc))
@@ -225,6 +231,16 @@ def test_heads_racing_for_one_output_vc(allocator, block_buffers):
     _check_against_reference(ports, *run_router(
         allocator, 11, count=50, ready_p=0.6, send_p=1.0, block_buffers=block_buffers,
         ports=ports, table=_hotspot_table(ports)))
+
+
+def test_no_flit_without_credit():
+    """Heads racing for one output VC whose credits come back slowly (10 cycles for 4
+    credits, so the VC often has its last one): a one-flit packet's head, which takes no
+    VC, may spend that credit while another head bids for the VC, and the bid (made a cycle
+    earlier) must have counted on it. The harness asserts that every flit had a credit."""
+    _check_against_reference(PORTS, *run_router(
+        "round_robin", 12, count=40, ready_p=0.9, send_p=1.0, credit_delay=10,
+        table=_hotspot_table(PORTS)))
 
 
 def _stream(packets, depth=8, block_buffers=False, ports=PORTS):

@@ -248,7 +248,6 @@ class Router(wiring.Component):
             head_bids = bids_for(bid_head, "head_bids")
             head_bids_any = bids_for(bid_single, "head_bids_any")
             occupied = [_named(m, busy[q] | head_bids[q], f"occupied{q}") for q in range(P)]
-            mc_occupied = [busy[q] | head_bids_any[q] for q in range(P)]
 
         # -- the multicast candidate (see the module docstring) --------------------------
         vc_taken = occupied
@@ -260,8 +259,18 @@ class Router(wiring.Component):
                         for q in range(P)]
             # The local output carries one packet at a time, whatever its VC: the endpoints
             # reassemble packets without per-VC state. Safe, because ejection is a sink.
-            if head_bids is None:
-                mc_occupied = busy
+            # closed[q]: the VCs of output q a multicast cannot take, being busy or short of
+            # ``multicast_credits`` (on the local output, any VC's counts for all of them);
+            # the counters hold credits less one, so "less than" is the sign or an unsigned
+            # comparison (Verilator's lint rejects a signed one with a narrower constant)
+            closed = [_named(m, busy[q] | Cat(
+                c[-1] | (c.as_unsigned() < cfg.multicast_credits - 1) for c in credit[q]),
+                f"mc_closed{q}") for q in range(P)]
+            # The candidate takes its VCs if none was taken since its bid, none lost the
+            # credits it counted (a one-flit packet spends a credit without taking the VC),
+            # and no unicast head bids for one now.
+            mc_occupied = closed if head_bids is None else [
+                closed[q] | head_bids_any[q] for q in range(P)]
             complete = _named(m, Cat(~mc_need[0].any() | ~mc_occupied[0].any(),
                                      *(~mc_need[q] | ~mc_occupied[q] for q in range(1, P))
                                      ).all(), "complete")
@@ -342,10 +351,12 @@ class Router(wiring.Component):
                 m, valid[p, v] & fr.head & ~st.active & ~fr.multi, f"uni_head{p}_{v}")
             # no U-turns: a link input never bids for its own output
             others = Const(((1 << P) - 1) ^ (1 << p if p else 0), P)
-            want[p, v] = _named(m, per_vc((p, v), ahead[0]) & others & (
-                Mux(st.active & valid[p, v], st.mask & ~st.sent, 0)
-                | Mux(uni_head, fr.route.mask & ~taken_by((p, v), vc_taken), 0)),
-                f"want{p}_{v}")
+            # A head's bid needs a credit even if another packet's one-flit head spends one
+            # now (it takes no VC, so it may go on a VC a head bids for): ``ahead[1]``.
+            want[p, v] = _named(m, others & (
+                Mux(st.active & valid[p, v], st.mask & ~st.sent & per_vc((p, v), ahead[0]), 0)
+                | Mux(uni_head, fr.route.mask & ~taken_by((p, v), vc_taken)
+                      & per_vc((p, v), ahead[1]), 0)), f"want{p}_{v}")
             if cfg.allocator == "islip":
                 cur_mask = Mux(st.active, st.mask, fr.route.mask)
                 follows = bufs[p].more[v] & ~fr.tail & (st.active | uni_head)
@@ -519,9 +530,6 @@ class Router(wiring.Component):
             # ``multicast_credits`` (on the local output, any VC's counts for all of them);
             # the counters hold credits less one, so "less than" is the sign or an unsigned
             # comparison (Verilator's lint rejects a signed one with a narrower constant)
-            closed = [_named(m, busy[q] | Cat(
-                c[-1] | (c.as_unsigned() < cfg.multicast_credits - 1) for c in credit[q]),
-                f"mc_closed{q}") for q in range(P)]
 
             def all_idle(key):
                 # every output VC the multicast head at the front of ``key`` needs is idle and
