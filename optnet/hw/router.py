@@ -241,12 +241,30 @@ class Router(wiring.Component):
             bid_single = [Signal(V, name=f"bid_single{p}") for p in range(P)]
 
             def bids_for(which, name):
-                found = [_named(m, _any_of([Mux(bid[p][q], which[p], 0) for p in range(P)]),
-                                f"{name}{q}") for q in range(P)]
-                return [found[0].any().replicate(V), *found[1:]]
+                return [_named(m, _any_of([Mux(bid[p][q], which[p], 0) for p in range(P)]),
+                               f"{name}{q}") for q in range(P)]
 
             head_bids = bids_for(bid_head, "head_bids")
-            head_bids_any = bids_for(bid_single, "head_bids_any")
+            head_bids[0] = head_bids[0].any().replicate(V)
+            # (per VC on every output: for credits, see ``ahead_head`` below)
+            single_bids = bids_for(bid_single, "head_bids_any")
+            head_bids_any = [single_bids[0].any().replicate(V), *single_bids[1:]]
+        else:
+            # iSLIP: every input VC's registered request, and the VC it is a unicast head's
+            # for (see _islip_allocate)
+            wants = {key: Signal(P, name=f"want_r{key[0]}_{key[1]}") for key in requesters}
+            head_of = {key: Signal(V, name=f"want_head{key[0]}_{key[1]}")
+                       for key in requesters}
+            single_bids = [_named(m, _any_of([Mux(wants[key][q], head_of[key], 0)
+                                              for key in requesters]), f"head_reqs{q}")
+                           for q in range(P)]
+        # ``ahead_head[w]``, bit q: the credit outlook of a head's bid for VC w of output q.
+        # A one-flit packet's head takes no VC, so it may spend a credit of an idle VC that
+        # another head bids for; a head bidding now on the same VC may: then the bid needs
+        # a credit after one is spent (``ahead[1]``). Only such heads spend on an idle VC.
+        ahead_head = [_named(m, Cat(Mux(single_bids[q][w], ahead[1][w][q], ahead[0][w][q])
+                                    for q in range(P)), f"ahead_head{w}") for w in range(V)]
+        if head_bids is not None:
             occupied = [_named(m, busy[q] | head_bids[q], f"occupied{q}") for q in range(P)]
 
         # -- the multicast candidate (see the module docstring) --------------------------
@@ -351,12 +369,10 @@ class Router(wiring.Component):
                 m, valid[p, v] & fr.head & ~st.active & ~fr.multi, f"uni_head{p}_{v}")
             # no U-turns: a link input never bids for its own output
             others = Const(((1 << P) - 1) ^ (1 << p if p else 0), P)
-            # A head's bid needs a credit even if another packet's one-flit head spends one
-            # now (it takes no VC, so it may go on a VC a head bids for): ``ahead[1]``.
             want[p, v] = _named(m, others & (
                 Mux(st.active & valid[p, v], st.mask & ~st.sent & per_vc((p, v), ahead[0]), 0)
                 | Mux(uni_head, fr.route.mask & ~taken_by((p, v), vc_taken)
-                      & per_vc((p, v), ahead[1]), 0)), f"want{p}_{v}")
+                      & per_vc((p, v), ahead_head), 0)), f"want{p}_{v}")
             if cfg.allocator == "islip":
                 cur_mask = Mux(st.active, st.mask, fr.route.mask)
                 follows = bufs[p].more[v] & ~fr.tail & (st.active | uni_head)
@@ -374,6 +390,7 @@ class Router(wiring.Component):
             ctx.head_bids = head_bids
             chosen, grant, bid_update = self._bid_allocate(m, ctx)
         else:
+            ctx.wants, ctx.head_of = wants, head_of
             chosen, grant, bid_update = self._islip_allocate(m, ctx)
 
         # -- what was granted: read address per input, stage per output, credits, owners ---
@@ -697,8 +714,7 @@ class Router(wiring.Component):
         P, V, levels = ctx.P, ctx.V, ctx.levels
         requesters = [(p, v) for p in range(P) for v in range(V)]
         sources = [_others(P, q) for q in range(P)]
-        wants = {key: Signal(P, name=f"want_r{key[0]}_{key[1]}") for key in requesters}
-        head_of = {key: Signal(V, name=f"want_head{key[0]}_{key[1]}") for key in requesters}
+        wants, head_of = ctx.wants, ctx.head_of
         taken = [Cat(ctx.taken[0].any() if q == 0 else ctx.taken[q][w] for q in range(P))
                  for w in range(V)]
         want = {key: _named(m, wants[key] & ~_any_of([head_of[key][w].replicate(P) & taken[w]
