@@ -357,6 +357,13 @@ class Router(wiring.Component):
             return Cat(taken[0].any(), per_vc(key, [
                 Cat(taken[q][w] for q in range(P)) for w in range(V)])[1:])
 
+        # ``head_go[w]``, bit q: a unicast head may bid for VC w of output q: the VC is not
+        # taken (on the local output, no VC is) and has the credit (``ahead_head``). Once per
+        # output VC rather than per input VC.
+        head_go = [_named(m, Cat(~vc_taken[0].any() & ahead_head[w][0], *(
+            ~vc_taken[q][w] & ahead_head[w][q] for q in range(1, P))), f"head_go{w}")
+            for w in range(V)]
+
         # -- stage A: every input VC's request, for the bid of the next cycle -------------
         # ``want[key]``: an active VC bids for the branches it has not sent yet; an idle VC
         # with a unicast head at its front bids for its output if that output VC is idle.
@@ -371,8 +378,7 @@ class Router(wiring.Component):
             others = Const(((1 << P) - 1) ^ (1 << p if p else 0), P)
             want[p, v] = _named(m, others & (
                 Mux(st.active & valid[p, v], st.mask & ~st.sent & per_vc((p, v), ahead[0]), 0)
-                | Mux(uni_head, fr.route.mask & ~taken_by((p, v), vc_taken)
-                      & per_vc((p, v), ahead_head), 0)), f"want{p}_{v}")
+                | Mux(uni_head, fr.route.mask & per_vc((p, v), head_go), 0)), f"want{p}_{v}")
             if cfg.allocator == "islip":
                 cur_mask = Mux(st.active, st.mask, fr.route.mask)
                 follows = bufs[p].more[v] & ~fr.tail & (st.active | uni_head)
