@@ -15,28 +15,29 @@ With ``block_tables`` (see below) the lookup is a block RAM read, so the flit is
 while its route is read and written to its buffer a cycle later: four cycles per hop.
 
 Switch allocation is split over two cycles so that neither holds the whole separable
-allocator (requests, input arbitration, output arbitration, state update: one path of 11
-to 17 logic levels in one cycle). Stage A computes each input's bid for the next cycle from
-the state of this one; stage B arbitrates on registered bids and updates the state. Stage A
-cannot know what stage B decides in the same cycle, so the next bid is one of three, chosen
-by stage B's outcome at the clock edge: the same bid again if the input's flit was not sent
-(withdrawn if it failed a check, or was sent on some branches of a multicast only); if the
-flit was sent and the next one of its packet is there, the packet's outputs again (only the
-packet that holds an output VC spends its credits, so stage A knows they have a credit even
-if one is spent now); else a new round-robin choice among the input's other VCs. A VC so
-keeps its input while its packet streams, one flit a cycle, and the input's other VCs take
-their turn at its end or when it stops (it never holds the input while it waits). A VC
-whose next packet is behind the one that ends waits a cycle: the new head's route is read
-when it reaches the front.
+allocator (requests, input arbitration, output arbitration, state update: one path of 15
+xc7 logic levels in one cycle, 11 to 17 on ECP5). Stage A computes each input's bid for the
+next cycle from the state of this one; stage B arbitrates on registered bids and updates
+the state. Stage A cannot know what stage B decides in the same cycle, so the next bid is
+one of three, chosen by stage B's outcome at the clock edge: the same bid again if the
+input's flit was not sent (withdrawn if it was sent on some branches of a multicast only,
+or is a unicast head's, below); if the flit was sent and the next one of its packet is
+there, the packet's outputs again (only the packet that holds an output VC spends its
+credits, so stage A knows they have a credit even if one is spent now); else a new
+round-robin choice among the input's other VCs. A VC so keeps its input while its packet
+streams, one flit a cycle, and the input's other VCs take their turn at its end or when it
+stops. A VC whose next packet is behind the one that ends waits a cycle: the new head's
+route is read when it reaches the front.
 
-A bid is at most a cycle old when it is arbitrated, and stage B checks, after the
-arbiters, what it could not know: the output free (``ready``), the input free (with block
-RAM, see below) and, for a unicast head, that no head was granted that output last cycle
-and no multicast takes VCs there (a head bids for an output VC it saw idle; this is when
-it may have been taken since). A bid that fails a check is withdrawn and the input chooses
-again; a winner that fails has had its arbiter's turn. The credit and idle-VC tests of a
-bid are thus never optimistic, and stage A's guesses (an output stalled now stays so) only
-cost a cycle when wrong.
+Stage A's tests are never optimistic, so that stage B checks nothing after its arbiters but
+the output free (``ready``) and, with block RAM buffers, the input's read register free.
+A unicast head bids for an output VC that is idle and not bid for by a head that takes it
+(one of a packet of several flits), with a credit left even if another head's one-flit
+packet (which takes no VC) spends one now on it; its bid lasts one cycle: if it is not
+granted, the input chooses again from the state of the next cycle, which shows the VC
+taken if another head took it. The multicast candidate takes its VCs only where no head
+bids for them and their credits are still there. A wrong guess costs a cycle, never a
+flit sent without credit or into a VC another packet holds.
 
 Flits are read asynchronously (LUT RAM buffers) when they are granted, into the output
 register. With block RAM buffers (``block_buffers``, or more than 64 words per input, which
@@ -617,16 +618,16 @@ class Router(wiring.Component):
         """Separable input-first round robin over two cycles (see the module docstring).
 
         Each input holds a registered bid: the VC it sends from (``bid_vc``), the outputs
-        that VC's front flit requests (``bid``) and whether that flit is a unicast head.
-        Stage B (this cycle) arbitrates the outputs among the bids and checks, after the
-        arbiters, what the bids could not know: the output free, the input's read register
-        free and, for a unicast head, the output taking heads (``head_block``). Stage A
-        (this cycle too, from other registers) prepares the next bids: the same bid less
-        what was sent if the flit stays, the next flit's if it leaves and its packet goes
-        on, else a round-robin choice among the input's other VCs. A VC so keeps its input
-        while its packet goes on. Returns ``chosen[p][v]`` (the VC input ``p`` bids from, a
-        register), ``grant[q][p]`` and the function that registers the next bids from
-        ``popped`` and ``granted_to``.
+        that VC's front flit requests (``ctx.bid``) and whether that flit is a unicast head
+        (``ctx.bid_single``) of a packet that takes the VC (``ctx.bid_head``). Stage B
+        (this cycle) arbitrates the outputs among the bids and checks, after the arbiters,
+        only that the output and the input's read register are free. Stage A (this cycle
+        too, from other registers) prepares the next bids: the same bid less what was sent
+        if the flit stays (not a unicast head's), the next flit's if it leaves and its
+        packet goes on, else a round-robin choice among the input's other VCs. A VC so
+        keeps its input while its packet goes on. Returns ``chosen[p][v]`` (the VC input
+        ``p`` bids from, a register), ``grant[q][p]`` and the function that registers the
+        next bids from ``popped`` and ``granted_to``.
         """
         P, V, levels = ctx.P, ctx.V, ctx.levels
         pb = self.config.fmt.prio_bits
