@@ -66,7 +66,10 @@ class Family:
         The clock the benchmark router (``bench/router.py``: 5 ports, 64-bit flits, 2 VCs of
         8 flits) was measured to reach on the family after place and route; ``None`` where
         it was not measured, and then lint does not compare the network clock with it
-        (W302 warns on a network clock above it).
+        (W302 warns on a network clock above it). Only ECP5 has one: the Xilinx and Intel
+        families are not placed and routed here, and the xc7 logic depth the bench prints
+        is a proxy for comparing designs, not a clock (no per-level delay from a datasheet
+        includes the routing, which is most of the delay).
     """
 
     names: tuple[str, ...]
