@@ -685,10 +685,20 @@ class Router(wiring.Component):
             fr = [ctx.fronts[p, v] for v in range(V)]
             st = [ctx.states[p, v] for v in range(V)]
             goes_on = _any_of([b[v] & ctx.bufs[p].more[v] & ~fr[v].tail for v in range(V)])
-            route = bid[p] | _any_of([Mux(b[v] & st[v].active, st[v].mask, 0) for v in range(V)])
-            on = [_any_of([Mux(b[v], ctx.vc_is[p, v][w], 0) for v in range(V)])
-                  for w in range(V)]
-            credit = _any_of([on[w] & ctx.ahead[1][w] for w in range(V)])
+            if self.config.multicasts:
+                route = bid[p] | _any_of([Mux(b[v] & st[v].active, st[v].mask, 0)
+                                          for v in range(V)])
+                on = [_any_of([Mux(b[v], ctx.vc_is[p, v][w], 0) for v in range(V)])
+                      for w in range(V)]
+                credit = _any_of([on[w] & ctx.ahead[1][w] for w in range(V)])
+            else:
+                # A unicast flit that was popped had its one output in its bid, and its
+                # packet has one VC on every port (port 0's field): the VC is chosen once
+                # per input, not per output.
+                route = bid[p]
+                on = [_named(m, _any_of([b[v] & ctx.vc_is[p, v][w][0] for v in range(V)]),
+                             f"follow_vc{p}_{w}") for w in range(V)]
+                credit = _any_of([on[w].replicate(P) & ctx.ahead[1][w] for w in range(V)])
             follow = _named(m, Mux(goes_on, route & credit, 0), f"follow{p}")
             nxt.append((bidding, choice, fresh, head, single, prio, follow))
 
