@@ -263,7 +263,15 @@ class Router(wiring.Component):
         # A one-flit packet's head takes no VC, so it may spend a credit of an idle VC that
         # another head bids for; a head bidding now on the same VC may: then the bid needs
         # a credit after one is spent (``ahead[1]``). Only such heads spend on an idle VC.
-        ahead_head = [_named(m, Cat(Mux(single_bids[q][w], ahead[1][w][q], ahead[0][w][q])
+        # Where an output VC has two credits or more, any bid for the output stands in for
+        # a one-flit head's (cheaper: one OR per output, not per output VC): a head then
+        # waits only when the VC is down to its last credit while the output is bid for.
+        if cfg.allocator == "round_robin":
+            spenders = [_any_of([bid[p][q] for p in range(P)]).replicate(V)
+                        if cfg.credits[q] > 1 else single_bids[q] for q in range(P)]
+        else:
+            spenders = single_bids
+        ahead_head = [_named(m, Cat(Mux(spenders[q][w], ahead[1][w][q], ahead[0][w][q])
                                     for q in range(P)), f"ahead_head{w}") for w in range(V)]
         if head_bids is not None:
             occupied = [_named(m, busy[q] | head_bids[q], f"occupied{q}") for q in range(P)]
