@@ -422,12 +422,19 @@ class Router(wiring.Component):
                               for p in range(P)), "chosen_head")
         tails = _named(m, Cat(_any_of([chosen[p][v] & fronts[p, v].tail for v in range(V)])
                               for p in range(P)), "chosen_tail")
+        # without multicast, the VC each input sends on (the same on every port)
+        in_vc = [_named(m, _any_of([Mux(chosen[p][v], cur_vcs[p, v][:vb], 0) for v in range(V)]),
+                        f"in_vc{p}") for p in range(P)]
         for q in range(P):
             # the input VC whose flit goes to output q, one-hot over ``requesters``
             pick = _named(m, Cat(grant[q][p] for p, v in requesters) & chosen_all, f"pick{q}")
-            sent_vc = _named(m, Cat(
-                (pick & Cat(vc_of(key, q)[b] for key in requesters)).any() for b in range(vb)),
-                f"sent_vc{q}")
+            if cfg.multicasts:
+                sent_vc = _named(m, Cat(
+                    (pick & Cat(vc_of(key, q)[b] for key in requesters)).any()
+                    for b in range(vb)), f"sent_vc{q}")
+            else:
+                sent_vc = _named(m, _any_of([Mux(grant[q][p], in_vc[p], 0) for p in range(P)]),
+                                 f"sent_vc{q}")
             head = _named(m, (Cat(grant[q]) & heads).any(), f"sent_head{q}")
             tail = _named(m, (Cat(grant[q]) & tails).any(), f"sent_tail{q}")
             send = _named(m, Cat(grant[q]).any(), f"send{q}")
