@@ -266,7 +266,9 @@ class Router(wiring.Component):
         # Where an output VC has two credits or more, any bid for the output stands in for
         # a one-flit head's (cheaper: one OR per output, not per output VC): a head then
         # waits only when the VC is down to its last credit while the output is bid for.
-        if cfg.allocator == "round_robin":
+        # (with multicast, ``single_bids`` is needed anyway, and the per-output OR on top
+        # of it costs more than it saves)
+        if cfg.allocator == "round_robin" and not cfg.multicasts:
             spenders = [_any_of([bid[p][q] for p in range(P)]).replicate(V)
                         if cfg.credits[q] > 1 else single_bids[q] for q in range(P)]
         else:
@@ -423,8 +425,9 @@ class Router(wiring.Component):
         tails = _named(m, Cat(_any_of([chosen[p][v] & fronts[p, v].tail for v in range(V)])
                               for p in range(P)), "chosen_tail")
         # without multicast, the VC each input sends on (the same on every port)
-        in_vc = [_named(m, _any_of([Mux(chosen[p][v], cur_vcs[p, v][:vb], 0) for v in range(V)]),
-                        f"in_vc{p}") for p in range(P)]
+        in_vc = None if cfg.multicasts else [
+            _named(m, _any_of([Mux(chosen[p][v], cur_vcs[p, v][:vb], 0) for v in range(V)]),
+                   f"in_vc{p}") for p in range(P)]
         for q in range(P):
             # the input VC whose flit goes to output q, one-hot over ``requesters``
             pick = _named(m, Cat(grant[q][p] for p, v in requesters) & chosen_all, f"pick{q}")
