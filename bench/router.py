@@ -11,6 +11,9 @@ cluster (``--quick``: the 5-port router only). For each:
   from the cycle the flit is on the input until ``out.valid``), the head of a 4-flit packet
   and cycles per flit after it;
 - area from Yosys (``synth_xilinx -family xc7 -flatten`` and ``synth_ecp5``);
+- the logic depth of the allocation path on xc7 (:func:`alloc_depth`: LUT levels between
+  registers in the flattened ``synth_xilinx`` netlist), a proxy for timing on the Xilinx
+  families, where no place and route runs here;
 - Fmax from nextpnr-ecp5 (LFE5U-85F, CABGA381, speed 6; median over ``--seeds``) on the
   router inside a pin wrapper (a shift register from one pin drives every input, outputs
   are registered and XOR-reduced in a pipelined tree onto 8 pins), because the router
@@ -58,6 +61,9 @@ from optnet.plan.configs import FlitFormat, RouterConfig  # noqa: E402
 from optnet.spec.models import NetworkDesc  # noqa: E402
 
 TARGET_CYCLES, TARGET_LUTS, TARGET_MHZ = 3, 2000, 100
+# The xc7 logic depth (:func:`alloc_depth`) of the one-cycle allocator the two-cycle one
+# replaced (commit fd474b8, the same 5-port router; 56.7 MHz median on the ECP5 below).
+REF_ALLOC_LEVELS = 15
 # The BlueDBM node router's share of the node's 6,000 LUTs (issue 18): what the link layers
 # (4 x 1,000), endpoints and hub leave, about 1,300 to 1,500.
 BLUEDBM_ROUTER_LUTS = 1500
@@ -277,6 +283,112 @@ def xc7_breakdown(verilog_text: str, tmp: Path, top: str = "router"
              xc7_area(mods[top].get("num_cells_by_type", {})))]
     rows += [(kind, n, dict(c)) for kind, (n, c) in sorted(kinds.items())]
     return rows
+
+
+# -- logic depth ------------------------------------------------------------------------------
+
+# Cells that add a logic level on xc7: LUTs, the slice multiplexers, a carry chain (one level
+# per CARRY4), an inverter, and the asynchronous read of a LUT RAM (address to data, through
+# the RAM's own LUTs).
+_XC7_LEVEL = re.compile(r"^(LUT[1-6]|MUXF[78]|CARRY4|INV|RAM\d+M|RAM\d+X1[DS])$")
+_XC7_RAM = re.compile(r"^RAM\d+(M|X1[DS])$")
+# The allocator's registers: the bids (stage A's result), the output arbiters' pointers, the
+# per-output state the grants update (owners, credits, heads granted last), the multicast
+# candidate.
+ALLOC_REGS = re.compile(r"^(bid|bid_vc|bid_head|bid_prio|took|busy|cr|mc_|sa_out|mc_arb)\d*")
+
+
+def logic_depth(netlist: dict, top: str) -> list[tuple[int, str, str]]:
+    """Register-to-register paths of a flattened xc7 netlist (Yosys ``write_json``), longest
+    first: per register (or output) bit, its deepest path, as (levels, start, end) names.
+
+    A level is a cell of :data:`_XC7_LEVEL`; a path starts at a register, a primary input or
+    a LUT RAM's write side and ends at a register's or RAM's input. It is what the LUT
+    mapping left, without placement: on Xilinx the routing between levels is most of the
+    delay (the ECP5 figures above show 70 to 80 %), so the level count is the proxy.
+    """
+    mod = netlist["modules"][top]
+    names: dict[int, str] = {}
+    for name, net in sorted(mod["netnames"].items(), key=lambda kv: kv[0].startswith("$")):
+        for bit in net["bits"]:
+            if isinstance(bit, int):
+                names.setdefault(bit, name)
+    cells, drivers = mod["cells"], {}
+    for cname, cell in cells.items():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"][port] == "output":
+                for bit in bits:
+                    if isinstance(bit, int):
+                        drivers[bit] = cname
+
+    def comb_inputs(cell):
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"][port] != "input":
+                continue
+            # a LUT RAM's output depends on its read address only
+            if _XC7_RAM.match(cell["type"]) and not re.match(r"^(ADDR|A\d|DPRA)", port):
+                continue
+            yield from (bit for bit in bits if isinstance(bit, int))
+
+    memo: dict[int, tuple[int, str]] = {}
+
+    def arrive(bit):
+        # iterative depth-first search (paths are far longer than Python's recursion limit
+        # allows for the wide netlists of big routers)
+        stack = [bit]
+        while stack:
+            b = stack[-1]
+            if b in memo:
+                stack.pop()
+                continue
+            d = drivers.get(b)
+            if d is None or not _XC7_LEVEL.match(cells[d]["type"]):
+                memo[b] = (0, names.get(b, "?"))
+                stack.pop()
+                continue
+            todo = [i for i in comb_inputs(cells[d]) if i not in memo]
+            if todo:
+                stack += todo
+                continue
+            best = max((memo[i] for i in comb_inputs(cells[d])), default=(0, "?"))
+            memo[b] = (best[0] + 1, best[1])
+            stack.pop()
+        return memo[bit]
+
+    ends = []
+    for cname, cell in cells.items():
+        if _XC7_LEVEL.match(cell["type"]) and not _XC7_RAM.match(cell["type"]):
+            continue
+        out = next((b for port, bits in cell["connections"].items()
+                    if cell["port_directions"][port] == "output" for b in bits
+                    if isinstance(b, int)), None)
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"][port] != "input" or port in ("C", "CLK", "WCLK"):
+                continue
+            for bit in bits:
+                if isinstance(bit, int):
+                    levels, start = arrive(bit)
+                    ends.append((levels, start, names.get(out, cname)))
+    for port in mod["ports"].values():
+        if port["direction"] == "output":
+            for bit in port["bits"]:
+                if isinstance(bit, int):
+                    levels, start = arrive(bit)
+                    ends.append((levels, start, names.get(bit, "?")))
+    return sorted(ends, key=lambda e: -e[0])
+
+
+def _base(name: str) -> str:
+    return name.lstrip("\\").split(".")[-1]
+
+
+def alloc_depth(netlist: dict, top: str = "router") -> tuple[tuple, tuple]:
+    """The deepest register-to-register path of the allocator (from or to one of
+    :data:`ALLOC_REGS`) and the deepest of the whole router, each (levels, start, end)."""
+    paths = logic_depth(netlist, top)
+    alloc = next((p for p in paths if ALLOC_REGS.match(_base(p[1]))
+                  or ALLOC_REGS.match(_base(p[2]))), (0, "-", "-"))
+    return alloc, paths[0] if paths else (0, "-", "-")
 
 
 # -- place and route --------------------------------------------------------------------------
@@ -510,13 +622,14 @@ def main() -> None:
           f"{'BRAM':>4} {'vs 2000':>7} {'vs BDBM':>7} | {'ecp5 LUT':>8} {'+blk':>4} "
           f"{'FF':>5} {'DP16KD':>6} {'PFUMX':>5} {'L6MUX':>5}")
     all_warn = Counter()
-    fmax_rows = []
+    fmax_rows, depths = [], []
     with tempfile.TemporaryDirectory(prefix="optnet-bench-router-") as tmpname:
         tmp = Path(tmpname)
         for label, cfg, clock in configs:
             text = router_verilog(cfg)
             sx, wx = yosys_stat(text, "synth_xilinx -family xc7 -flatten -top router", tmp,
-                                "xc7")
+                                "xc7", json_out=tmp / "xc7.json")
+            depths.append((label, *alloc_depth(json.loads((tmp / "xc7.json").read_text()))))
             se, we = yosys_stat(text, "synth_ecp5 -top router", tmp, "ecp5")
             all_warn += wx + we
             x, e = xc7_area(_top_cells(sx)), ecp5_area(_top_cells(se))
@@ -525,6 +638,18 @@ def main() -> None:
                   f"{x['lut'] / BLUEDBM_LUTS:>7.0%} | {e['lut']:>8} {e['ramw_blocked']:>4} "
                   f"{e['ff']:>5} {e['bram']:>6} {e['pfumx']:>5} {e['l6mux']:>5}")
             fmax_rows.append((label, cfg, clock))
+
+        print()
+        print("xc7 logic depth (proxy for Virtex timing): LUT levels register to register in "
+              "the flattened synth_xilinx -family xc7 netlist")
+        print("  (a level: LUT1-6, MUXF7/8, CARRY4, INV or a LUT RAM read). alloc = the "
+              "deepest path from or to an allocator register (bids, output arbiters,")
+        print(f"  output-VC owners and credits, multicast candidate); reference: "
+              f"{REF_ALLOC_LEVELS} levels for the one-cycle allocator this replaced")
+        print(f"{'router':<28} {'alloc':>5} {'path':<40} {'max':>4} path")
+        for label, alloc, worst in depths:
+            print(f"{label:<28} {alloc[0]:>5} {_base(alloc[1]) + ' -> ' + _base(alloc[2]):<40} "
+                  f"{worst[0]:>4} {_base(worst[1])} -> {_base(worst[2])}")
 
         print()
         print("xc7 area by part (hierarchical synthesis, no cross-boundary optimisation), "

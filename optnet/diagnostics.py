@@ -140,6 +140,8 @@ CODES: dict[str, Code] = _codes(
     ("W301", "gtp-dual-shared", "A Virtex-5 GTP_DUAL tile is shared with a multi-lane link "
                                 "core, which instantiates its tiles whole: the ISE project "
                                 "needs the pair merged by hand."),
+    ("W302", "clock-above-router", "The network clock is above the clock the router was "
+                                   "measured to reach on the node's FPGA family."),
 )
 
 

@@ -1,6 +1,6 @@
 """The router's input buffer against a model of one queue per VC: random writes, pops and
-reads; the fronts, the synchronously read data and the local output's copy must match the
-model."""
+reads; the fronts, whether an entry waits behind each, the data read (synchronously, or
+asynchronously in the same cycle) and the local output's copy must match the model."""
 
 from __future__ import annotations
 
@@ -19,11 +19,14 @@ FMT = FlitFormat(width=16, vcs=3, id_bits=2)
 CTRL = data.StructLayout({"head": 1, "tail": 1, "tag": 6})
 
 
-@pytest.mark.parametrize(("depth", "local"), [(1, False), (3, False), (4, False),
-                                              (1, True), (3, True), (4, True)])
-def test_input_buffer_matches_queues(depth, local):
+@pytest.mark.parametrize(("depth", "local", "sync_read"), [
+    (1, False, True), (2, False, True), (3, False, True), (4, False, True),
+    (1, True, True), (3, True, True), (4, True, True),
+    # (the router's LUT RAM buffers: the front of a queue read in the cycle it is asked for)
+    (1, False, False), (3, False, False), (4, False, False)])
+def test_input_buffer_matches_queues(depth, local, sync_read):
     vcs = FMT.vcs
-    dut = InputBuffer(FMT.flit, CTRL, vcs, depth, local=local)
+    dut = InputBuffer(FMT.flit, CTRL, vcs, depth, local=local, sync_read=sync_read)
     rng = random.Random(depth)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -41,12 +44,13 @@ def test_input_buffer_matches_queues(depth, local):
             # the fronts and the data read last cycle
             for v in range(vcs):
                 assert ctx.get(dut.valid[v]) == bool(queues[v])
+                assert ctx.get(dut.more[v]) == (len(queues[v]) > 1)
                 if queues[v]:
                     word, head, tail, tag = queues[v][0]
                     front = ctx.get(dut.front[v])
                     assert (front.head, front.tail, front.tag) == (head, tail, tag)
                     checked["fronts"] += 1
-            if expect_data is not None:
+            if expect_data is not None and sync_read:
                 got = ctx.get(dut.data)
                 assert (got.data, got.head, got.tail) == expect_data
                 checked["reads"] += 1
@@ -60,6 +64,10 @@ def test_input_buffer_matches_queues(depth, local):
                     read = 1
                     ctx.set(dut.read_vc, v)
                     expect_data = (word, head, tail)
+                    if not sync_read:
+                        got = ctx.get(dut.data)
+                        assert (got.data, got.head, got.tail) == expect_data
+                        checked["reads"] += 1
                 if rng.random() < 0.6:
                     pop = 1 << v
             room = [v for v in range(vcs)

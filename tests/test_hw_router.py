@@ -53,8 +53,9 @@ def _packets(rng, count, src_port):
 
 
 def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20000,
-               block_tables=False, multicast=True, block_buffers=False, ports=PORTS):
-    uni, multi, ref = _table(seed, ports)
+               block_tables=False, multicast=True, block_buffers=False, ports=PORTS,
+               table=None, send_p=0.8):
+    uni, multi, ref = table or _table(seed, ports)
     if not multicast:
         # (an empty multicast table: every broadcast packet is dropped)
         multi, ref["multi"] = (), {}
@@ -77,11 +78,12 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
         credits = {(p, v): DEPTH for p in range(ports) for v in range(2)}
         # credits the harness (as downstream) owes back: (due cycle, port, vc)
         owed = deque()
+        held = defaultdict(int)     # (port, vc) -> flits received, credit not yet returned
         for cycle in range(cycles):
             for p in range(ports):
                 inp = dut.inp[p]
                 sent = False
-                if queues[p] and rng.random() < 0.8:
+                if queues[p] and rng.random() < send_p:
                     vc, word, tail, head = queues[p][0]
                     if credits[p, vc] > 0:
                         ctx.set(inp.valid, 1)
@@ -101,6 +103,7 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
                     owed.appendleft((cycle + 1, q, v))
                     break
                 cred_in[q] |= 1 << v
+                held[q, v] -= 1
                 returned += 1
             for q in range(ports):
                 ctx.set(dut.cred_in[q], cred_in[q])
@@ -109,6 +112,10 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
                 if ctx.get(out.valid) and ctx.get(out.ready):
                     flit = ctx.get(out.payload)
                     received[q, flit.vc].append((flit.data, flit.head, flit.tail))
+                    # the harness, as the receiver, has room for DEPTH flits per VC: a flit
+                    # beyond them was sent without a credit
+                    held[q, flit.vc] += 1
+                    assert held[q, flit.vc] <= DEPTH, f"output {q} VC {flit.vc}: no credit"
                     if q == 0:
                         local.append((flit.data, flit.head, flit.tail))
                     owed.append((cycle + credit_delay, q, flit.vc))
@@ -165,11 +172,16 @@ def _packets_of(flits):
 def test_router_matches_reference(allocator, seed, block_tables, multicast, block_buffers):
     # (without a multicast table, the router has no multicast logic: broadcasts drop)
     ports = 5 if block_buffers else PORTS
-    traffic, ref, received, result = run_router(allocator, seed, block_tables=block_tables,
+    _check_against_reference(ports, *run_router(allocator, seed, block_tables=block_tables,
                                                 multicast=multicast,
-                                                block_buffers=block_buffers, ports=ports)
-    # Reference: each packet goes to exactly the (port, vc) pairs of its table entry, whole,
-    # and packets from one input VC to one output VC keep their order.
+                                                block_buffers=block_buffers, ports=ports))
+
+
+def _check_against_reference(ports, traffic, ref, received, result):
+    """Each packet went to exactly the (port, vc) pairs of its table entry, whole (no flit
+    lost, duplicated or from another packet in between), packets from one input VC to one
+    output VC kept their order, the local port delivered whole packets, the unroutable ones
+    were counted and every credit came back."""
     expected = defaultdict(list)
     drops = 0
     for p, packets in traffic.items():
@@ -194,6 +206,100 @@ def test_router_matches_reference(allocator, seed, block_tables, multicast, bloc
     assert result["dropped"] == drops
     assert all(c == DEPTH for c in result["credits"].values()), "credits not all returned"
     assert result.get("node_id", 5) == 5
+
+
+def _hotspot_table(ports=PORTS):
+    """Every unicast destination but the unroutable 6 and 7 leaves on port 2, VC 0; every
+    multicast group on ports 1, 2 and 3, VC 0: all heads race for the same output VCs."""
+    pb = (ports - 1).bit_length()
+    uni = tuple(1 << (pb + 1) | 2 if d < 6 else 0 for d in range(8))
+    multi = tuple([0b1110] * 8)
+    ref = {"uni": {d: {2: 0} for d in range(6)},
+           "multi": {g: {1: 0, 2: 0, 3: 0} for g in range(8)}}
+    return uni, multi, ref
+
+
+@pytest.mark.parametrize(("allocator", "block_buffers"), [
+    ("round_robin", False), ("round_robin", True),
+    pytest.param("islip", False, marks=pytest.mark.slow)])
+def test_heads_racing_for_one_output_vc(allocator, block_buffers):
+    """Every input floods the same output VCs with short packets, under back-pressure: a
+    head may only take an output VC that is idle, even one granted the cycle before it
+    bid (a packet started inside another fails the check), multicast flits sent branch by
+    branch, and nothing lost, duplicated or reordered."""
+    ports = 5 if block_buffers else PORTS
+    _check_against_reference(ports, *run_router(
+        allocator, 11, count=50, ready_p=0.6, send_p=1.0, block_buffers=block_buffers,
+        ports=ports, table=_hotspot_table(ports)))
+
+
+def test_no_flit_without_credit():
+    """Heads racing for one output VC whose credits come back slowly (10 cycles for 4
+    credits, so the VC often has its last one): a one-flit packet's head, which takes no
+    VC, may spend that credit while another head bids for the VC, and the bid (made a cycle
+    earlier) must have counted on it. The harness asserts that every flit had a credit."""
+    _check_against_reference(PORTS, *run_router(
+        "round_robin", 12, count=40, ready_p=0.9, send_p=1.0, credit_delay=10,
+        table=_hotspot_table(PORTS)))
+
+
+def _stream(packets, depth=8, block_buffers=False, ports=PORTS):
+    """Inputs send ``packets`` (input -> list of (vc, flits)) as fast as their credits allow
+    to destination 2 (port 2, on its VC: ``1 << vc`` of the table's VC bit), the receiver
+    takes every flit and returns its credit at once. Returns the cycles at which a flit left
+    on port 2 and the cycle each input put its first flit on."""
+    pb = (ports - 1).bit_length()
+    # destination d: port 2 on VC d % 2 (d = 2 and 3)
+    uni = tuple(1 << (pb + 1) | (d % 2) << pb | 2 if d in (2, 3) else 0 for d in range(8))
+    dut = Router(RouterConfig(FMT, ports, depth, (depth,) * ports, uni, (0,) * 8,
+                              block_buffers=block_buffers))
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    out, first = [], {}
+
+    async def bench(ctx):
+        queue = {p: deque((vc, i == 0, i == n - 1) for vc, n in pkts for i in range(n))
+                 for p, pkts in packets.items()}
+        credits = {(p, v): depth for p in packets for v in range(2)}
+        ctx.set(dut.out[2].ready, 1)
+        for cycle in range(400):
+            for p in packets:
+                if queue[p] and credits[p, queue[p][0][0]]:
+                    vc, head, tail = queue[p].popleft()
+                    credits[p, vc] -= 1
+                    first.setdefault(p, cycle)
+                    data = FMT.pack_header(dst=2 + vc, src=p) if head else cycle
+                    ctx.set(dut.inp[p].valid, 1)
+                    ctx.set(dut.inp[p].payload, {"data": data, "head": head, "tail": tail,
+                                                 "vc": vc})
+                else:
+                    ctx.set(dut.inp[p].valid, 0)
+            back = 0
+            if ctx.get(dut.out[2].valid):
+                out.append(cycle)
+                back = 1 << ctx.get(dut.out[2].payload).vc
+            ctx.set(dut.cred_in[2], back)
+            for p in packets:
+                for v in range(2):
+                    credits[p, v] += ctx.get(dut.cred_out[p]) >> v & 1
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    return out, first
+
+
+@pytest.mark.parametrize("block_buffers", [False, True])
+def test_one_flit_per_cycle_through_one_output(block_buffers):
+    """A packet streams through an output one flit a cycle from its head on, and two inputs
+    sending at once keep the output busy every cycle (the speculative bids: the next flit
+    of a packet bids while the one before is being sent)."""
+    ports = 5 if block_buffers else PORTS
+    out, first = _stream({1: [(0, 24)]}, block_buffers=block_buffers, ports=ports)
+    assert out == list(range(first[1] + 3, first[1] + 3 + 24))
+    out, first = _stream({1: [(0, 20), (1, 20)], 3: [(1, 20), (0, 20)]},
+                         block_buffers=block_buffers, ports=ports)
+    assert len(out) == 80 and out[-1] - out[0] == 79, "the output idled"
 
 
 def _flood(allocator, cycles, levels=1, prio=None):
@@ -257,12 +363,16 @@ def test_priority_wins_switch_allocation():
     assert len(times[1]) > len(times[0]) + len(times[2])
 
 
-@pytest.mark.parametrize(("block_tables", "hop"), [(False, 3), (True, 4)])
-def test_zero_load_latency(block_tables, hop):
-    """Three cycles per hop, four with the tables in block RAM (a synchronous read)."""
+@pytest.mark.parametrize(("block_tables", "block_buffers", "hop"),
+                         [(False, False, 3), (True, False, 4), (False, True, 3)])
+def test_zero_load_latency(block_tables, block_buffers, hop):
+    """Three cycles per hop from the cycle a head is on the input to the cycle it is on the
+    output, four with the tables in block RAM (a synchronous read); the flits behind it
+    one a cycle. The same with the flits read from block RAM (synchronously, into the
+    input's read register, which the output shows)."""
     uni = tuple((1 << 3 | 1 << 2 | 2) if d == 2 else 0 for d in range(8))
     dut = Router(RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, (0,) * 8,
-                              block_tables=block_tables))
+                              block_tables=block_tables, block_buffers=block_buffers))
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     seen = []

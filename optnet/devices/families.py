@@ -62,6 +62,14 @@ class Family:
         ``qsf`` (Quartus, with an ``sdc``) or ``lpf`` (nextpnr-ecp5).
     source : str
         Where the facts come from.
+    router_fmax_mhz : float or None
+        The clock the benchmark router (``bench/router.py``: 5 ports, 64-bit flits, 2 VCs of
+        8 flits) was measured to reach on the family after place and route; ``None`` where
+        it was not measured, and then lint does not compare the network clock with it
+        (W302 warns on a network clock above it). Only ECP5 has one: the Xilinx and Intel
+        families are not placed and routed here, and the xc7 logic depth the bench prints
+        is a proxy for comparing designs, not a clock (no per-level delay from a datasheet
+        includes the routing, which is most of the delay).
     """
 
     names: tuple[str, ...]
@@ -75,6 +83,7 @@ class Family:
     wide_ram: bool
     constraints: str
     source: str
+    router_fmax_mhz: float | None = None
 
     @property
     def name(self) -> str:
@@ -151,7 +160,13 @@ FAMILIES: tuple[Family, ...] = (
                 "IDDRX1F and OLVDS/ILVDS (Lattice FPGA Libraries Reference Guide); Yosys "
                 "synth_ecp5; block tables: ecpbram replaces the contents of 512-word block "
                 "RAMs in a placed and routed bitstream (optnet.emit.bitstream); Yosys' ECP5 "
-                "mapping has no mixed-width block RAM ports; nextpnr-ecp5 reads LPF")),
+                "mapping has no mixed-width block RAM ports; nextpnr-ecp5 reads LPF"),
+        # bench/router.py --quick --seeds 3 (2026-11-25, two-cycle allocator; 5 ports,
+        # 64-bit flits, 2 VCs of 8 flits, LUT tables; LFE5U-85F speed 6, nextpnr-ecp5
+        # 0.11.1, Yosys 0.70): seeds 85.3, 87.7 and 84.8 MHz, median 85.3, rounded down.
+        # Block-RAM tables (the open flow's) are read in a stage of their own, so they do
+        # not lower it.
+        router_fmax_mhz=85.0),
     Family(
         names=("stratix10",),
         vendor="intel", ip_family="stratix10", pll="IOPLL", lvds=None, yosys=None,

@@ -12,7 +12,7 @@ from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RoundRobin"]
+__all__ = ["RoundRobin", "round_robin_grant"]
 
 
 class RoundRobin(wiring.Component):
@@ -94,6 +94,47 @@ class RoundRobin(wiring.Component):
             m.d.sync += last.eq(Cat(Cat(self.grant[i] for i in range(n) if i >> b & 1).any()
                                     for b in range(len(last))) if binary else self.grant)
         return m
+
+
+def round_robin_grant(requests, last, priority=None, levels=1):
+    """The grant of a round-robin arbiter whose pointer is given rather than kept: the
+    first requester after ``last`` in circular order, among those of the highest requesting
+    priority level. Combinational, one-hot, zero when nothing is requested.
+
+    Parameters
+    ----------
+    requests : Value
+        One bit per requester.
+    last : Value
+        One-hot, as wide as ``requests``: the requester granted last (all zero: requester 0
+        goes first).
+    priority : list of Value, optional
+        Per requester its level (only with ``levels > 1``).
+    levels : int
+
+    Written as AND-OR terms over the requests and the pointer, like :class:`RoundRobin`'s
+    flat form: a grant depends on every request and pointer bit, so it is meant for few
+    requesters (the VCs of one input).
+    """
+    n = len(requests)
+    if levels > 1:
+        present = [Cat(requests[i] & (priority[i] == lv) for i in range(n)).any()
+                   for lv in range(levels)]
+        top = [present[lv] & ~Cat(present[lv + 1:]).any() for lv in range(levels)]
+        requests = Cat(requests[i] & Cat(top[lv] & (priority[i] == lv)
+                                         for lv in range(levels)).any() for i in range(n))
+    if n == 1:
+        return requests
+    # ``last`` all zero acts as ``last`` on the final requester
+    last = Cat(last[:n - 1], last[n - 1] | ~last.any())
+    grants = []
+    for i in range(n):
+        wins = []
+        for k in range(n):
+            ahead = [j for j in range(n) if (j - k - 1) % n < (i - k - 1) % n]
+            wins.append(last[k] & ~Cat(requests[j] for j in ahead).any() if ahead else last[k])
+        grants.append(requests[i] & Cat(wins).any())
+    return Cat(grants)
 
 
 def _arbitrate(m, requests, sizes, advance, name):

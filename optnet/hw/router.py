@@ -3,25 +3,58 @@
 Pipeline (zero load, cycles after a head flit is presented on an input)::
 
     0  route lookup from the head flit's header; flit and route written to its VC buffer
-    1  switch allocation: the flit at the front of each VC bids for its outputs; a winning
-       unicast head also takes its output VC; each winning input reads its flit from its
-       buffer memory (one flit per input and cycle)
-    2  traversal: each output takes the flit read for it into the output register
+    1  stage A: the flit at the front of each VC requests its outputs; each input chooses
+       one VC (round robin) and registers that VC and its outputs as its bid
+    2  stage B: an arbiter per output picks among the registered bids; each winning input
+       reads its flit from its buffer memory into the output register (one flit per input
+       and cycle); a winning unicast head takes its output VC
     3  flit valid on the output
 
 so a head flit takes three cycles per hop and every following flit one more cycle each.
 With ``block_tables`` (see below) the lookup is a block RAM read, so the flit is registered
 while its route is read and written to its buffer a cycle later: four cycles per hop.
-Allocation and traversal are separate stages so that no combinational path runs from the
-allocators through the crossbar (the router reaches its clock on slow fabrics too).
+
+Switch allocation is split over two cycles so that neither holds the whole separable
+allocator (requests, input arbitration, output arbitration, state update: one path of 15
+xc7 logic levels in one cycle, 11 to 17 on ECP5). Stage A computes each input's bid for the
+next cycle from the state of this one; stage B arbitrates on registered bids and updates
+the state. Stage A cannot know what stage B decides in the same cycle, so the next bid is
+one of three, chosen by stage B's outcome at the clock edge: the same bid again if the
+input's flit was not sent (withdrawn if it was sent on some branches of a multicast only,
+or is a unicast head's, below); if the flit was sent and the next one of its packet is
+there, the packet's outputs again (only the packet that holds an output VC spends its
+credits, so stage A knows they have a credit even if one is spent now); else a new
+round-robin choice among the input's other VCs. A VC so keeps its input while its packet
+streams, one flit a cycle, and the input's other VCs take their turn at its end or when it
+stops. A VC whose next packet is behind the one that ends waits a cycle: the new head's
+route is read when it reaches the front.
+
+Stage A's tests are never optimistic, so that stage B checks nothing after its arbiters but
+the output free (``ready``) and, with block RAM buffers, the input's read register free.
+A unicast head bids for an output VC that is idle and not bid for by a head that takes it
+(one of a packet of several flits), with a credit left even if another head's one-flit
+packet (which takes no VC) spends one now on it; its bid lasts one cycle: if it is not
+granted, the input chooses again from the state of the next cycle, which shows the VC
+taken if another head took it. The multicast candidate takes its VCs only where no head
+bids for them and their credits are still there. A wrong guess costs a cycle, never a
+flit sent without credit or into a VC another packet holds.
+
+Flits are read asynchronously (LUT RAM buffers) when they are granted, into the output
+register. With block RAM buffers (``block_buffers``, or more than 64 words per input, which
+synthesis puts in block RAM; :func:`_held`) the read is synchronous: a granted flit is in
+the input's read register the next cycle and the output shows that register through the
+crossbar, so a stalled output holds its input, which is not read again (nor granted) until
+the output takes the flit.
 
 Output VC allocation is folded into switch allocation: tables give every packet one VC
 per output, so a unicast head only has to find that VC idle, and the switch arbiter already
 lets one head per output win a cycle. Multicast heads need several output VCs at once: a
-multicast head bids only when all of them are idle and each has ``multicast_credits``
-credits; one bidder (round robin) becomes the candidate, unicast heads are kept off its VCs
-for one cycle, and it takes them all at once, or gives up if one was taken in the meantime.
-A multicast head therefore spends one cycle more per hop. Each flit leaves its input buffer
+multicast head bids (a registered bid) only when all of them are idle and each has
+``multicast_credits`` credits; one bidder (round robin) becomes the candidate, unicast heads
+are kept off its VCs for a cycle, and it takes them all at once, or gives up if one was
+taken in the meantime; from the next cycle it bids for switch allocation as the owner of
+its VCs. A multicast head therefore spends three cycles more per hop than a unicast one.
+Each flit leaves its input buffer
 once it has been sent on every branch, and a branch gives its VC back when it has sent the
 tail.
 
@@ -42,10 +75,10 @@ whole packets; link outputs interleave the packets of different VCs flit by flit
 
 Flow control is credit based on every port: an output sends only when the downstream
 buffer of the flit's VC has room (``credits`` per port, returned on ``cred_in``); an input
-returns one credit per flit it frees on ``cred_out``, one cycle after the flit's last
-traversal (a dropped flit: one cycle after it is discarded). Outputs
-also honour ``ready``, so a link layer that cannot take a flit this cycle stalls its port;
-``ready`` feeds allocation directly and should come from a register.
+returns one credit per flit it frees on ``cred_out``, one cycle after the flit's last read
+(with block RAM buffers, after its last traversal; a dropped flit: one cycle after it is
+discarded). Outputs also honour ``ready``, so a link layer that cannot take a flit this
+cycle stalls its port; ``ready`` feeds allocation directly and should come from a register.
 
 Routing is the routing stage's destination-based tables (:mod:`optnet.routing.tables`): the
 unicast table maps a destination id to an output port and the VC to use on it; the
@@ -72,12 +105,13 @@ from __future__ import annotations
 
 import itertools
 import operator
+from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from optnet.hw.alloc import RoundRobin
+from optnet.hw.alloc import RoundRobin, round_robin_grant
 from optnet.hw.verilog import instantiate
 from optnet.plan.configs import FlitFormat, RouterConfig, table_layout
 
@@ -123,7 +157,8 @@ class Router(wiring.Component):
         several = _several if config.multicasts else (lambda mask: Const(0, 1))
         return InputBuffer(config.fmt.flit, _control_layout(config), config.fmt.vcs,
                            config.depth, derived={"multi": lambda c: several(c.route.mask)},
-                           block=config.block_buffers, local=_ored_local(config))
+                           block=config.block_buffers, local=_ored_local(config),
+                           sync_read=_held(config))
 
     @staticmethod
     def signature_of(config: RouterConfig) -> wiring.Signature:
@@ -156,32 +191,118 @@ class Router(wiring.Component):
         credit = [[Signal(range(-1, cfg.credits[q]), name=f"cr{q}_{w}",
                           init=-1 if q in cfg.granted else cfg.credits[q] - 1)
                    for w in range(V)] for q in range(P)]
-        has_credit = [_named(m, Cat(~c[-1] for c in credit[q]), f"has_credit{q}")
-                      for q in range(P)]
-        # stage[q]: one-hot input whose read flit goes to output q next (and its VC).
-        stage = [Signal(P, name=f"stage{q}") for q in range(P)]
-        stage_vc = [Signal(vb, name=f"stage_vc{q}") for q in range(P)]
-        out_free = [Signal(name=f"out_free{q}") for q in range(P)]
-        for q in range(P):
-            m.d.comb += out_free[q].eq(~self.out[q].valid | self.out[q].ready)
-        # Output q can be granted if its stage empties this cycle; input p can be granted
-        # (its memory read again) if every output still waiting for its flit moves now.
-        out_ok = [_named(m, ~stage[q].any() | out_free[q], f"out_ok{q}") for q in range(P)]
-        in_ok = _named(m, ~_any_of([Mux(out_free[q], 0, stage[q]) for q in range(P)]), "in_ok")
+        # An output stalls when it has a flit its receiver does not take: it keeps it.
+        stall = _named(m, Cat(self.out[q].valid & ~self.out[q].ready for q in range(P)),
+                       "stall")
+        held = _held(cfg)
+        if held:
+            # The flits are read synchronously (block RAM) and an output shows the read
+            # register of the input granted to it (``stage[q]``, one-hot, and the flit's
+            # next VC): a stalled output keeps that input's register, which may be read
+            # again only if no stalled output shows it (``in_ok``).
+            stage = [Signal(P, name=f"stage{q}") for q in range(P)]
+            stage_vc = [Signal(vb, name=f"stage_vc{q}") for q in range(P)]
+            in_ok = _named(m, ~_any_of([Mux(stall[q], stage[q], 0) for q in range(P)]),
+                           "in_ok")
+        else:
+            # The flits are read asynchronously (LUT RAM) as they are granted, into an
+            # output register: no input waits for an output.
+            in_ok = Const(-1, P)
+        # Credit outlook of the bids, which are computed a cycle before they are arbitrated:
+        # ``ahead[s][w]``, bit q: output q's VC w will have a credit next cycle if ``s`` (0
+        # or 1) flits are spent on it now, counting the credit returned now, and q is not
+        # stalled now (a guess: the allocator checks it). Only the packet that holds an
+        # output VC spends its credits, so nothing else is spent on the VC a bid needs.
+        ahead = [[], []]
+        for w in range(V):
+            zero, one = [], []
+            for q in range(P):
+                c, back = credit[q][w], self.cred_in[q][w]
+                u = c.as_unsigned()
+                zero.append(~c[-1] | back)
+                one.append((~c[-1] & u[:-1].any()) | (~u.any() & back))
+            ahead[0].append(_named(m, Cat(zero) & ~stall, f"ahead0_{w}"))
+            ahead[1].append(_named(m, Cat(one) & ~stall, f"ahead1_{w}"))
+
+        # -- the bids (round robin; see _bid_allocate) ------------------------------------
+        # ``head_bids[q]``, bit w: some input's registered bid is that of a unicast head that
+        # takes VC w of output q (a packet of several flits; on the local output, which
+        # carries one packet at a time, any VC). It may be granted now, so no other unicast
+        # head bids for that VC next cycle, nor does the multicast candidate take it now
+        # (nor one that a one-flit packet's head bids for: ``head_bids_any``, so that none
+        # spends a credit the candidate counted on): then no grant needs checking against a
+        # head granted or a VC taken since the bid was made (such a check, after the output
+        # arbiters, was on the slowest path), and the bid of a head that takes a VC is never
+        # kept for a second cycle (see _bid_allocate).
+        occupied = busy
+        head_bids = None
+        if cfg.allocator == "round_robin":
+            bid = [Signal(P, name=f"bid{p}") for p in range(P)]
+            bid_head = [Signal(V, name=f"bid_head{p}") for p in range(P)]
+            bid_single = [Signal(V, name=f"bid_single{p}") for p in range(P)]
+
+            def bids_for(which, name):
+                return [_named(m, _any_of([Mux(bid[p][q], which[p], 0) for p in range(P)]),
+                               f"{name}{q}") for q in range(P)]
+
+            head_bids = bids_for(bid_head, "head_bids")
+            head_bids[0] = head_bids[0].any().replicate(V)
+            # (per VC on every output: for credits, see ``ahead_head`` below)
+            single_bids = bids_for(bid_single, "head_bids_any")
+            head_bids_any = [single_bids[0].any().replicate(V), *single_bids[1:]]
+        else:
+            # iSLIP: every input VC's registered request, and the VC it is a unicast head's
+            # for (see _islip_allocate)
+            wants = {key: Signal(P, name=f"want_r{key[0]}_{key[1]}") for key in requesters}
+            head_of = {key: Signal(V, name=f"want_head{key[0]}_{key[1]}")
+                       for key in requesters}
+            single_bids = [_named(m, _any_of([Mux(wants[key][q], head_of[key], 0)
+                                              for key in requesters]), f"head_reqs{q}")
+                           for q in range(P)]
+        # ``ahead_head[w]``, bit q: the credit outlook of a head's bid for VC w of output q.
+        # A one-flit packet's head takes no VC, so it may spend a credit of an idle VC that
+        # another head bids for; a head bidding now on the same VC may: then the bid needs
+        # a credit after one is spent (``ahead[1]``). Only such heads spend on an idle VC.
+        # Where an output VC has two credits or more, any bid for the output stands in for
+        # a one-flit head's (cheaper: one OR per output, not per output VC): a head then
+        # waits only when the VC is down to its last credit while the output is bid for.
+        # (with multicast, ``single_bids`` is needed anyway, and the per-output OR on top
+        # of it costs more than it saves)
+        if cfg.allocator == "round_robin" and not cfg.multicasts:
+            spenders = [_any_of([bid[p][q] for p in range(P)]).replicate(V)
+                        if cfg.credits[q] > 1 else single_bids[q] for q in range(P)]
+        else:
+            spenders = single_bids
+        ahead_head = [_named(m, Cat(Mux(spenders[q][w], ahead[1][w][q], ahead[0][w][q])
+                                    for q in range(P)), f"ahead_head{w}") for w in range(V)]
+        if head_bids is not None:
+            occupied = [_named(m, busy[q] | head_bids[q], f"occupied{q}") for q in range(P)]
 
         # -- the multicast candidate (see the module docstring) --------------------------
-        vc_taken = busy
+        vc_taken = occupied
         if cfg.multicasts:
             mc_pend = Signal()
             mc_who = Signal(len(requesters))
             mc_need = [Signal(V, name=f"mc_need{q}") for q in range(P)]
-            vc_taken = [_named(m, busy[q] | Mux(mc_pend, mc_need[q], 0), f"vc_taken{q}")
+            vc_taken = [_named(m, occupied[q] | Mux(mc_pend, mc_need[q], 0), f"vc_taken{q}")
                         for q in range(P)]
             # The local output carries one packet at a time, whatever its VC: the endpoints
             # reassemble packets without per-VC state. Safe, because ejection is a sink.
-            complete = _named(m, Cat(~mc_need[0].any() | ~busy[0].any(),
-                                     *(~mc_need[q] | ~busy[q] for q in range(1, P))).all(),
-                              "complete")
+            # closed[q]: the VCs of output q a multicast cannot take, being busy or short of
+            # ``multicast_credits`` (on the local output, any VC's counts for all of them);
+            # the counters hold credits less one, so "less than" is the sign or an unsigned
+            # comparison (Verilator's lint rejects a signed one with a narrower constant)
+            closed = [_named(m, busy[q] | Cat(
+                c[-1] | (c.as_unsigned() < cfg.multicast_credits - 1) for c in credit[q]),
+                f"mc_closed{q}") for q in range(P)]
+            # The candidate takes its VCs if none was taken since its bid, none lost the
+            # credits it counted (a one-flit packet spends a credit without taking the VC),
+            # and no unicast head bids for one now.
+            mc_occupied = closed if head_bids is None else [
+                closed[q] | head_bids_any[q] for q in range(P)]
+            complete = _named(m, Cat(~mc_need[0].any() | ~mc_occupied[0].any(),
+                                     *(~mc_need[q] | ~mc_occupied[q] for q in range(1, P))
+                                     ).all(), "complete")
 
         # -- input side: route lookup, buffers, per-VC state ----------------------------
         bufs, fronts, valid, states, prios, cur_vcs = [], {}, {}, {}, {}, {}
@@ -247,28 +368,53 @@ class Router(wiring.Component):
             return Cat(taken[0].any(), per_vc(key, [
                 Cat(taken[q][w] for q in range(P)) for w in range(V)])[1:])
 
-        # Outputs with room for a flit of each VC (the output register free, a credit).
-        sendable = [_named(m, Cat(out_ok) & Cat(has_credit[q][w] for q in range(P)),
-                           f"sendable{w}") for w in range(V)]
+        # ``head_go[w]``, bit q: a unicast head may bid for VC w of output q: the VC is not
+        # taken (on the local output, no VC is) and has the credit (``ahead_head``). Once per
+        # output VC rather than per input VC.
+        head_go = [_named(m, Cat(~vc_taken[0].any() & ahead_head[w][0], *(
+            ~vc_taken[q][w] & ahead_head[w][q] for q in range(1, P))), f"head_go{w}")
+            for w in range(V)]
 
-        # Requests: an active VC bids for the branches it has not sent yet; an idle VC
+        # -- stage A: every input VC's request, for the bid of the next cycle -------------
+        # ``want[key]``: an active VC bids for the branches it has not sent yet; an idle VC
         # with a unicast head at its front bids for its output if that output VC is idle.
-        want = {}
+        # ``then[key]`` (iSLIP only): the outputs the flit behind the front bids for if the
+        # front is sent now, known only while it belongs to the same packet.
+        want, then, uni_heads, heads = {}, {}, {}, {}
         for p, v in requesters:
             fr, st = fronts[p, v], states[p, v]
-            uni_head = valid[p, v] & fr.head & ~st.active & ~fr.multi
+            uni_head = uni_heads[p, v] = _named(
+                m, valid[p, v] & fr.head & ~st.active & ~fr.multi, f"uni_head{p}_{v}")
             # no U-turns: a link input never bids for its own output
             others = Const(((1 << P) - 1) ^ (1 << p if p else 0), P)
-            want[p, v] = _named(m, per_vc((p, v), sendable) & others & (
-                Mux(st.active & valid[p, v], st.mask & ~st.sent, 0)
-                | Mux(uni_head, fr.route.mask & ~taken_by((p, v), vc_taken), 0)),
-                f"want{p}_{v}")
-        chosen, grant = self._switch_allocate(m, P, V, levels, want, prios, in_ok)
+            want[p, v] = _named(m, others & (
+                Mux(st.active & valid[p, v], st.mask & ~st.sent & per_vc((p, v), ahead[0]), 0)
+                | Mux(uni_head, fr.route.mask & per_vc((p, v), head_go), 0)), f"want{p}_{v}")
+            if cfg.allocator == "islip":
+                cur_mask = Mux(st.active, st.mask, fr.route.mask)
+                follows = bufs[p].more[v] & ~fr.tail & (st.active | uni_head)
+                then[p, v] = _named(m, Mux(follows, others & cur_mask
+                                           & per_vc((p, v), ahead[1]), 0), f"then{p}_{v}")
+                heads[p, v] = Cat(uni_head & (vc_is[p, v][w] & fr.route.mask).any()
+                                  for w in range(V))
+
+        ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then,
+                              uni_heads=uni_heads, heads=heads, prios=prios, taken=vc_taken,
+                              stall=stall, in_ok=in_ok, bufs=bufs, fronts=fronts,
+                              states=states, vc_is=vc_is, ahead=ahead)
+        if cfg.allocator == "round_robin":
+            ctx.bid, ctx.bid_head, ctx.bid_single = bid, bid_head, bid_single
+            ctx.head_bids = head_bids
+            chosen, grant, bid_update = self._bid_allocate(m, ctx)
+        else:
+            ctx.wants, ctx.head_of = wants, head_of
+            chosen, grant, bid_update = self._islip_allocate(m, ctx)
 
         # -- what was granted: read address per input, stage per output, credits, owners ---
+        granted_to = [_named(m, Cat(grant[q][p] for q in range(P)), f"granted_to{p}")
+                      for p in range(P)]
         for p in range(P):
-            granted = Cat(grant[q][p] for q in range(P)).any()
-            m.d.comb += [bufs[p].read.eq(granted), bufs[p].read_vc.eq(Cat(
+            m.d.comb += [bufs[p].read.eq(granted_to[p].any()), bufs[p].read_vc.eq(Cat(
                 Cat(chosen[p][v] for v in range(V) if v >> b & 1).any()
                 for b in range(len(bufs[p].read_vc))))]
         chosen_all = Cat(chosen[p][v] for p, v in requesters)
@@ -278,54 +424,73 @@ class Router(wiring.Component):
                               for p in range(P)), "chosen_head")
         tails = _named(m, Cat(_any_of([chosen[p][v] & fronts[p, v].tail for v in range(V)])
                               for p in range(P)), "chosen_tail")
+        # without multicast, the VC each input sends on (the same on every port)
+        in_vc = None if cfg.multicasts else [
+            _named(m, _any_of([Mux(chosen[p][v], cur_vcs[p, v][:vb], 0) for v in range(V)]),
+                   f"in_vc{p}") for p in range(P)]
         for q in range(P):
             # the input VC whose flit goes to output q, one-hot over ``requesters``
             pick = _named(m, Cat(grant[q][p] for p, v in requesters) & chosen_all, f"pick{q}")
-            sent_vc = _named(m, Cat(
-                (pick & Cat(vc_of(key, q)[b] for key in requesters)).any() for b in range(vb)),
-                f"sent_vc{q}")
+            if cfg.multicasts:
+                sent_vc = _named(m, Cat(
+                    (pick & Cat(vc_of(key, q)[b] for key in requesters)).any()
+                    for b in range(vb)), f"sent_vc{q}")
+            else:
+                sent_vc = _named(m, _any_of([Mux(grant[q][p], in_vc[p], 0) for p in range(P)]),
+                                 f"sent_vc{q}")
             head = _named(m, (Cat(grant[q]) & heads).any(), f"sent_head{q}")
             tail = _named(m, (Cat(grant[q]) & tails).any(), f"sent_tail{q}")
             send = _named(m, Cat(grant[q]).any(), f"send{q}")
-            moves = _named(m, stage[q].any() & out_free[q], f"moves{q}")
-            with m.If(moves):
-                m.d.sync += stage[q].eq(0)
-            with m.If(send):
-                m.d.sync += [stage[q].eq(Cat(grant[q])), stage_vc[q].eq(sent_vc)]
-            # Traversal: the flit the staged input read (never input q itself on a link
-            # port, so link outputs mux P - 1 inputs).
-            sources = _others(P, q)
-            ored = q == 0 and _ored_local(cfg)
-            if ored:
-                # Every input's copy of the flit read for this output is zero but the
-                # staged one's (see InputBuffer's ``local``).
-                for p in sources:
-                    m.d.comb += [bufs[p].local_read.eq(grant[q][p]),
-                                 bufs[p].local_hold.eq(stage[q][p] & ~out_free[q])]
-            else:
-                index = Signal(range(len(sources)), name=f"stage_idx{q}")
-                with m.If(send):
-                    m.d.sync += index.eq(Cat(
-                        Cat(grant[q][p] for i, p in enumerate(sources) if i >> b & 1).any()
-                        for b in range(len(index))))
             with m.If(self.out[q].ready):
                 m.d.sync += self.out[q].valid.eq(0)
-            with m.If(moves):
+            with m.If(send):
                 m.d.sync += self.out[q].valid.eq(1)
-                if ored:
-                    m.d.sync += self.out[q].payload.eq(
-                        _any_of([bufs[p].local_data.as_value() for p in sources]))
-                else:
-                    # One case per source rather than a tree of 2:1 muxes: the netlist then
-                    # holds each flit-wide source once, where a tree adds a flit-wide mux
-                    # per source (for 64 ports and 256-bit flits, a million bits that
-                    # Amaranth lowers slowly). The last source also takes the index values
-                    # no grant produces.
+            # Traversal (never input q itself on a link port, so link outputs mux P - 1
+            # inputs): the flit read now into the output register, or with ``held`` the
+            # read register of the input granted last, through the crossbar. One case per
+            # source rather than a tree of 2:1 muxes: the netlist then holds each flit-wide
+            # source once, where a tree adds a flit-wide mux per source (for 64 ports and
+            # 256-bit flits, a million bits that Amaranth lowers slowly). The last source
+            # also takes the index values no grant produces.
+            sources = _others(P, q)
+            index = Signal(range(len(sources)), name=f"index{q}")
+            choice = Cat(Cat(grant[q][p] for i, p in enumerate(sources) if i >> b & 1).any()
+                         for b in range(len(index)))
+            payload = self.out[q].payload
+            if not held:
+                m.d.comb += index.eq(choice)
+                with m.If(send):
+                    m.d.sync += payload.vc.eq(sent_vc)
                     with m.Switch(index):
                         for i, p in enumerate(sources):
                             with m.Case(i) if i + 1 < len(sources) else m.Default():
-                                m.d.sync += self.out[q].payload.eq(bufs[p].data)
-                m.d.sync += self.out[q].payload.vc.eq(stage_vc[q])
+                                m.d.sync += [payload.data.eq(bufs[p].data.data),
+                                             payload.head.eq(bufs[p].data.head),
+                                             payload.tail.eq(bufs[p].data.tail)]
+            else:
+                with m.If(self.out[q].ready):
+                    m.d.sync += stage[q].eq(0)
+                with m.If(send):
+                    m.d.sync += [stage[q].eq(Cat(grant[q])), stage_vc[q].eq(sent_vc),
+                                 index.eq(choice)]
+                m.d.comb += payload.vc.eq(stage_vc[q])
+                if q == 0 and _ored_local(cfg):
+                    # Every input's copy of the flit read for this output is zero but the
+                    # shown one's (see InputBuffer's ``local``).
+                    for p in sources:
+                        m.d.comb += [bufs[p].local_read.eq(grant[q][p]),
+                                     bufs[p].local_hold.eq(stage[q][p] & stall[q])]
+                    flit = _any_of([bufs[p].local_data.as_value() for p in sources])
+                    m.d.comb += [payload.data.eq(flit[:f.width]),
+                                 payload.head.eq(flit[f.width]),
+                                 payload.tail.eq(flit[f.width + 1])]
+                else:
+                    with m.Switch(index):
+                        for i, p in enumerate(sources):
+                            with m.Case(i) if i + 1 < len(sources) else m.Default():
+                                m.d.comb += [payload.data.eq(bufs[p].data.data),
+                                             payload.head.eq(bufs[p].data.head),
+                                             payload.tail.eq(bufs[p].data.tail)]
             for w in range(V):
                 spend = send & (sent_vc == w)
                 with m.If(spend ^ self.cred_in[q][w]):
@@ -338,24 +503,35 @@ class Router(wiring.Component):
                     m.d.sync += busy[q][w].eq(~tail & (head | busy[q][w]))
 
         # -- per input VC: dequeue, state, drops, credit return -----------------------------
-        # A popped flit's slot is free (and its credit returned) once its last traversal
-        # is done: ``release[p]`` is the VC of the flit input p last popped after a grant.
-        release = [Signal(V, name=f"release{p}") for p in range(P)]
+        # A popped flit's slot is free (and its credit returned) once its last read is no
+        # longer needed: at once when the flit went to an output register; with ``held``
+        # once its last traversal is done (``release[p]``: the VC of the flit input p last
+        # popped after a grant).
+        release = [Signal(V, name=f"release{p}") if held else Const(0, V) for p in range(P)]
         for p in range(P):
-            with m.If(in_ok[p]):
-                m.d.sync += release[p].eq(0)
+            if held:
+                with m.If(in_ok[p]):
+                    m.d.sync += release[p].eq(0)
         # Unroutable heads start being dropped one at a time, each input VC in its turn
         # (``turn``, one-hot, rotating), so ``dropped`` counts by one with no adder tree.
         turn = Signal(len(requesters), init=1)
         m.d.sync += turn.eq(turn.rotate_left(1))
+        # The flit an input sends is done (popped) when it has been sent on every branch: a
+        # unicast head's one branch, or an active VC's branches not sent yet (registers).
+        popped = []
+        for p in range(P):
+            sent = granted_to[p].any()
+            if cfg.multicasts:
+                rest = _any_of([Mux(chosen[p][v] & states[p, v].active,
+                                    states[p, v].mask & ~states[p, v].sent, 0)
+                                for v in range(V)])
+                sent = sent & ~(rest & ~granted_to[p]).any()
+            popped.append(_named(m, sent, f"popped{p}"))
         drops = []
         for i, (p, v) in enumerate(requesters):
             fr, st = fronts[p, v], states[p, v]
-            granted = _named(m, Mux(chosen[p][v], Cat(grant[q][p] for q in range(P)), 0),
-                             f"granted{p}_{v}")
-            done = Signal(P, name=f"done{p}_{v}")
-            m.d.comb += done.eq(Mux(st.active, st.sent, 0) | granted)
-            dequeue = Signal(name=f"deq{p}_{v}")
+            granted = _named(m, Mux(chosen[p][v], granted_to[p], 0), f"granted{p}_{v}")
+            dequeue = _named(m, chosen[p][v] & popped[p], f"deq{p}_{v}")
             dropping = Signal(name=f"dropping{p}_{v}")
             take_vcs = [st.active.eq(1), st.mask.eq(fr.route.mask),
                         st.vcs.eq(fr.route.vcs), st.prio.eq(prios[p, v])]
@@ -363,16 +539,15 @@ class Router(wiring.Component):
                 # dropping an unroutable packet, one flit a cycle when no credit of this
                 # VC is being returned for a sent flit
                 m.d.comb += dropping.eq(valid[p, v] & ~(release[p][v] & in_ok[p]))
-            with m.Elif(granted.any()):
-                # (without multicasts a packet has one output: granted, its flit is done)
-                m.d.comb += dequeue.eq(done == Mux(st.active, st.mask, fr.route.mask)
-                                       if cfg.multicasts else 1)
-                with m.If(~st.active & ~fr.tail):   # a unicast head took its VC
-                    m.d.sync += take_vcs
+            with m.Elif(granted.any() & ~st.active & ~fr.tail):   # a unicast head took its VC
+                m.d.sync += take_vcs
             m.d.comb += bufs[p].pop[v].eq(dequeue | dropping)
-            m.d.sync += self.cred_out[p][v].eq(dropping | (release[p][v] & in_ok[p]))
-            with m.If(dequeue):
-                m.d.sync += release[p][v].eq(1)
+            if held:
+                m.d.sync += self.cred_out[p][v].eq(dropping | (release[p][v] & in_ok[p]))
+                with m.If(dequeue):
+                    m.d.sync += release[p][v].eq(1)
+            else:
+                m.d.sync += self.cred_out[p][v].eq(dropping | dequeue)
             with m.If((dequeue | dropping) & fr.tail):
                 m.d.sync += st.active.eq(0)
             if cfg.multicasts:
@@ -380,7 +555,7 @@ class Router(wiring.Component):
                 with m.If(dequeue | dropping):
                     m.d.sync += st.sent.eq(0)
                 with m.Elif(granted.any()):
-                    m.d.sync += st.sent.eq(done)
+                    m.d.sync += st.sent.eq(st.sent | granted)
                 with m.If(mc_pend & mc_who[i] & complete):
                     # the candidate's output VCs are all still idle: it takes them
                     m.d.sync += [*take_vcs, st.sent.eq(0)]
@@ -389,30 +564,33 @@ class Router(wiring.Component):
             with m.If(drop):
                 m.d.sync += [st.active.eq(1), st.mask.eq(0)]
 
+        bid_update(popped, granted_to)
+
         # -- multicast VC allocation --------------------------------------------------------
         if cfg.multicasts:
             # closed[q]: the VCs of output q a multicast cannot take, being busy or short of
             # ``multicast_credits`` (on the local output, any VC's counts for all of them);
             # the counters hold credits less one, so "less than" is the sign or an unsigned
             # comparison (Verilator's lint rejects a signed one with a narrower constant)
-            closed = [_named(m, busy[q] | Cat(
-                c[-1] | (c.as_unsigned() < cfg.multicast_credits - 1) for c in credit[q]),
-                f"mc_closed{q}") for q in range(P)]
 
             def all_idle(key):
                 # every output VC the multicast head at the front of ``key`` needs is idle and
                 # has the credit to take its packet but the tail
                 return ~(fronts[key].route.mask & taken_by(key, closed)).any()
 
+            # The bids are registered, so that looking at the fronts and the round robin
+            # among all input VCs are a cycle each. A registered bid stays true: a multicast
+            # head waits at its front until it takes its VCs (which withdraws its bid), and a
+            # VC that went meanwhile makes it give up below.
+            mc_bid = Signal(len(requesters))
+            m.d.sync += mc_bid.eq(Cat(
+                valid[key] & fronts[key].head & ~states[key].active & fronts[key].multi
+                & all_idle(key) & ~(mc_pend & mc_who[i] & complete)
+                for i, key in enumerate(requesters)))
             m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
             if levels > 1:
                 m.d.comb += mc_arb.priority.eq(Cat(prios[key] for key in requesters))
-            m.d.comb += [
-                mc_arb.requests.eq(Cat(
-                    valid[key] & fronts[key].head & ~states[key].active
-                    & fronts[key].multi & all_idle(key) for key in requesters)),
-                mc_arb.advance.eq(~mc_pend),
-            ]
+            m.d.comb += [mc_arb.requests.eq(mc_bid), mc_arb.advance.eq(~mc_pend)]
             # need[w]: the outputs where the granted multicast head needs VC w
             need = [_named(m, _any_of([Mux(mc_arb.grant[i], fronts[key].route.mask & vc_is[key][w],
                                            0) for i, key in enumerate(requesters)]), f"need{w}")
@@ -454,73 +632,157 @@ class Router(wiring.Component):
                          self.node_id.eq(id_port.data[:cfg.fmt.id_bits])]
         return data.View(layout, lookup.data[:layout.size])
 
-    def _switch_allocate(self, m, P, V, levels, want, prio_of, in_ok):
-        """Returns ``chosen[p][v]`` (the VC input ``p`` sends from) and ``grant[q][p]``; an
-        input takes part only when ``in_ok[p]``."""
-        chosen = [[Signal(name=f"chosen{p}_{v}") for v in range(V)] for p in range(P)]
-        # A link output never takes its own input's flits (no U-turns), nor does a link input
-        # accept its own output: their arbiters leave that requester out rather than get a
-        # request that is always 0 (the arbiters are lowered apart, so synthesis would not
-        # see the constant). ``_widen`` puts the grants back in place.
+    def _bid_allocate(self, m, ctx):
+        """Separable input-first round robin over two cycles (see the module docstring).
+
+        Each input holds a registered bid: the VC it sends from (``bid_vc``), the outputs
+        that VC's front flit requests (``ctx.bid``) and whether that flit is a unicast head
+        (``ctx.bid_single``) of a packet that takes the VC (``ctx.bid_head``). Stage B
+        (this cycle) arbitrates the outputs among the bids and checks, after the arbiters,
+        only that the output and the input's read register are free. Stage A (this cycle
+        too, from other registers) prepares the next bids: the same bid less what was sent
+        if the flit stays (not a unicast head's), the next flit's if it leaves and its
+        packet goes on, else a round-robin choice among the input's other VCs. A VC so
+        keeps its input while its packet goes on. Returns ``chosen[p][v]`` (the VC input
+        ``p`` bids from, a register), ``grant[q][p]`` and the function that registers the
+        next bids from ``popped`` and ``granted_to``.
+        """
+        P, V, levels = ctx.P, ctx.V, ctx.levels
+        pb = self.config.fmt.prio_bits
         sources = [_others(P, q) for q in range(P)]
-        out_arb = []
+        # the VC (one-hot; kept when the bid is withdrawn, as the round robin's pointer)
+        bid_vc = [Signal(V, name=f"bid_vc{p}", init=1 << (V - 1)) for p in range(P)]
+        # ``bid[p]``: its outputs; ``bid_head[p]``, ``bid_single[p]``: one-hot, the VC a
+        # unicast head bids for if it takes the VC (a packet of several flits), and if it
+        # is any unicast head, meaningful only while it bids; made by the caller, which
+        # needs them earlier
+        bid, bid_head, bid_single = ctx.bid, ctx.bid_head, ctx.bid_single
+        bid_prio = [Signal(pb, name=f"bid_prio{p}") for p in range(P)]
+
+        # -- stage B: an arbiter per output over the bids, then the checks ----------------
+        # A link output never takes its own input's flits (no U-turns): its arbiter leaves
+        # that requester out rather than get a request that is always 0 (the arbiters are
+        # lowered apart, so synthesis would not see the constant). ``_widen`` puts the
+        # grants back in place. An arbiter's pointer moves whenever its output is free: a
+        # winner that fails a check has had its turn.
+        grant, out_arb = [], []
         for q in range(P):
-            arb = RoundRobin(len(sources[q]), levels)
-            m.submodules[f"sa_out{q}"] = arb
+            m.submodules[f"sa_out{q}"] = arb = RoundRobin(len(sources[q]), levels)
             out_arb.append(arb)
-        in_arb = []
+            m.d.comb += [arb.requests.eq(Cat(bid[p][q] for p in sources[q])),
+                         arb.advance.eq(~ctx.stall[q])]
+            if levels > 1:
+                m.d.comb += arb.priority.eq(Cat(bid_prio[p] for p in sources[q]))
+        for q in range(P):
+            grant.append(_named(m, _widen(out_arb[q].grant, sources[q], P) & ctx.in_ok
+                                & ~ctx.stall[q].replicate(P), f"grant{q}"))
+        chosen = [[bid_vc[p][v] for v in range(V)] for p in range(P)]
+
+        # -- stage A: what each input bids next -------------------------------------------
+        nxt = []
         for p in range(P):
-            arb = RoundRobin(V, levels)
-            m.submodules[f"sa_in{p}"] = arb
+            b, bidding = bid_vc[p], _named(m, bid[p].any(), f"bidding{p}")
+            want = [ctx.want[p, v] for v in range(V)]
+            pr = [ctx.prios[p, v] for v in range(V)]
+            # a new choice among the VCs but the bidding one, the VC after it first
+            choice = _named(m, round_robin_grant(
+                Cat(want[v].any() & ~(b[v] & bidding) for v in range(V)), b, pr, levels),
+                f"choice{p}")
+            fresh = _named(m, _any_of([Mux(choice[v], want[v], 0) for v in range(V)]),
+                           f"fresh{p}")
+            # (a unicast entry has the same VC on every port: port 0's says which)
+            single = Cat(_any_of([choice[v] & ctx.uni_heads[p, v] & ctx.vc_is[p, v][w][0]
+                                  for v in range(V)]) for w in range(V))
+            head = single & ~_any_of([choice[v] & ctx.fronts[p, v].tail
+                                      for v in range(V)]).replicate(V)
+            prio = (_any_of([Mux(choice[v], pr[v], 0) for v in range(V)]) if levels > 1
+                    else Const(0, pb))
+            # The bidding VC's next flit, if it belongs to the same packet: the packet's
+            # outputs, each with a credit even if one is spent now.
+            # (a unicast packet's outputs are its bid's; an active multicast's, its mask)
+            fr = [ctx.fronts[p, v] for v in range(V)]
+            st = [ctx.states[p, v] for v in range(V)]
+            goes_on = _any_of([b[v] & ctx.bufs[p].more[v] & ~fr[v].tail for v in range(V)])
+            if self.config.multicasts:
+                route = bid[p] | _any_of([Mux(b[v] & st[v].active, st[v].mask, 0)
+                                          for v in range(V)])
+                on = [_any_of([Mux(b[v], ctx.vc_is[p, v][w], 0) for v in range(V)])
+                      for w in range(V)]
+                credit = _any_of([on[w] & ctx.ahead[1][w] for w in range(V)])
+            else:
+                # A unicast flit that was popped had its one output in its bid, and its
+                # packet has one VC on every port (port 0's field): the VC is chosen once
+                # per input, not per output.
+                route = bid[p]
+                on = [_named(m, _any_of([b[v] & ctx.vc_is[p, v][w][0] for v in range(V)]),
+                             f"follow_vc{p}_{w}") for w in range(V)]
+                credit = _any_of([on[w].replicate(P) & ctx.ahead[1][w] for w in range(V)])
+            follow = _named(m, Mux(goes_on, route & credit, 0), f"follow{p}")
+            nxt.append((bidding, choice, fresh, head, single, prio, follow))
+
+        def update(popped, granted_to):
+            for p in range(P):
+                bidding, choice, fresh, head, single, prio, follow = nxt[p]
+                renew = _named(m, popped[p] | ~bidding, f"renew{p}")
+                goes_on = _named(m, popped[p] & follow.any(), f"goes_on{p}")
+                # The same bid again if the flit was not sent; withdrawn if it was sent on
+                # some branches only (the rest are bid from the next cycle), if its input's
+                # read register is held, or if it is a unicast head's: a head bids for one
+                # cycle only (``head_bids`` keeps others off its VC for that cycle alone),
+                # and chooses again from the VCs' state, which shows any VC taken meanwhile.
+                kept = Mux(ctx.in_ok[p] & ~granted_to[p].any() & ~bid_single[p].any(), bid[p], 0)
+                m.d.sync += bid[p].eq(Mux(renew, Mux(goes_on, follow, fresh), kept))
+                with m.If(renew & ~goes_on):
+                    m.d.sync += [bid_vc[p].eq(choice), bid_head[p].eq(head),
+                                 bid_single[p].eq(single), bid_prio[p].eq(prio)]
+                with m.If(goes_on):
+                    m.d.sync += [bid_head[p].eq(0), bid_single[p].eq(0)]
+
+        return chosen, grant, update
+
+    def _islip_allocate(self, m, ctx):
+        """One iteration of iSLIP on every input VC's registered request: outputs grant
+        among requesting inputs, each input accepts one granted output, then picks the VC
+        that sends; pointers move only on accepted grants. The requests are computed a cycle
+        ahead as in :meth:`_bid_allocate` (every VC's, in both cases: its flit sent or not),
+        the accept and the VC choice stay in the allocation cycle. Same returns."""
+        P, V, levels = ctx.P, ctx.V, ctx.levels
+        requesters = [(p, v) for p in range(P) for v in range(V)]
+        sources = [_others(P, q) for q in range(P)]
+        wants, head_of = ctx.wants, ctx.head_of
+        taken = [Cat(ctx.taken[0].any() if q == 0 else ctx.taken[q][w] for q in range(P))
+                 for w in range(V)]
+        want = {key: _named(m, wants[key] & ~_any_of([head_of[key][w].replicate(P) & taken[w]
+                                                      for w in range(V)])
+                            & ~ctx.stall & ctx.in_ok[key[0]].replicate(P),
+                            f"want_ok{key[0]}_{key[1]}")
+                for key in requesters}
+        chosen = [[Signal(name=f"chosen{p}_{v}") for v in range(V)] for p in range(P)]
+        out_arb, in_arb, accept = [], [], []
+        for q in range(P):
+            m.submodules[f"sa_out{q}"] = arb = RoundRobin(len(sources[q]), levels)
+            out_arb.append(arb)
+        for p in range(P):
+            m.submodules[f"sa_in{p}"] = arb = RoundRobin(V, levels)
             in_arb.append(arb)
             if levels > 1:
-                m.d.comb += arb.priority.eq(Cat(prio_of[p, v] for v in range(V)))
-        port_prio = [Signal(self.config.fmt.prio_bits, name=f"port_prio{p}") for p in range(P)]
-
-        if self.config.allocator == "round_robin":
-            # Input first: each input picks a VC that can send somewhere, then each output
-            # picks among the inputs whose chosen VC wants it.
-            for p in range(P):
-                m.d.comb += in_arb[p].requests.eq(Cat(in_ok[p] & want[p, v].any()
-                                                      for v in range(V)))
-                for v in range(V):
-                    m.d.comb += chosen[p][v].eq(in_arb[p].grant[v])
-                    with m.If(in_arb[p].grant[v]):
-                        m.d.comb += port_prio[p].eq(prio_of[p, v])
-            # bids[p]: the outputs the VC input p chose wants
-            bids = [_named(m, _any_of([Mux(chosen[p][v], want[p, v], 0) for v in range(V)]),
-                           f"bids{p}") for p in range(P)]
-            for q in range(P):
-                arb = out_arb[q]
-                m.d.comb += arb.requests.eq(Cat(bids[p][q] for p in sources[q]))
-                if levels > 1:
-                    m.d.comb += arb.priority.eq(Cat(port_prio[p] for p in sources[q]))
-                m.d.comb += arb.advance.eq(1)
-            grant = [_widen(arb.grant, sources[q], P) for q, arb in enumerate(out_arb)]
-            for p in range(P):
-                m.d.comb += in_arb[p].advance.eq(Cat(grant[q][p] for q in range(P)).any())
-            return chosen, grant
-
-        # iSLIP, one iteration: outputs grant among requesting inputs, each input accepts
-        # one granted output; pointers move only on accepted grants.
-        accept = []
-        for p in range(P):
-            arb = RoundRobin(len(sources[p]))
-            m.submodules[f"sa_acc{p}"] = arb
+                m.d.comb += arb.priority.eq(Cat(ctx.prios[p, v] for v in range(V)))
+            m.submodules[f"sa_acc{p}"] = arb = RoundRobin(len(sources[p]))
             accept.append(arb)
+        port_prio = [Signal(self.config.fmt.prio_bits, name=f"port_prio{p}") for p in range(P)]
         for p in range(P):
             # The highest priority among the VCs that want an output, as a chain of
             # maxima: comparing with the signal being assigned would be a combinational loop.
             best = Const(0, port_prio[p].shape())
             for v in range(V):
-                best = Mux(want[p, v].any() & (prio_of[p, v] > best), prio_of[p, v], best)
+                best = Mux(want[p, v].any() & (ctx.prios[p, v] > best), ctx.prios[p, v], best)
             m.d.comb += port_prio[p].eq(best)
-        # wants[p]: the outputs some VC of input p wants
-        wants = [_named(m, Mux(in_ok[p], _any_of([want[p, v] for v in range(V)]), 0),
-                        f"wants{p}") for p in range(P)]
+        # wants_of[p]: the outputs some VC of input p wants
+        wants_of = [_named(m, _any_of([want[p, v] for v in range(V)]), f"wants{p}")
+                    for p in range(P)]
         for q in range(P):
             arb = out_arb[q]
-            m.d.comb += arb.requests.eq(Cat(wants[p][q] for p in sources[q]))
+            m.d.comb += arb.requests.eq(Cat(wants_of[p][q] for p in sources[q]))
             if levels > 1:
                 m.d.comb += arb.priority.eq(Cat(port_prio[p] for p in sources[q]))
         offered = [_widen(arb.grant, sources[q], P) for q, arb in enumerate(out_arb)]
@@ -545,7 +807,17 @@ class Router(wiring.Component):
         for q in range(P):
             m.d.comb += out_arb[q].advance.eq(
                 (grant[q] & Cat(accepted[p][q] for p in range(P))).any())
-        return chosen, grant
+
+        def update(popped, granted_to):
+            for p, v in requesters:
+                with m.If(chosen[p][v] & popped[p]):
+                    m.d.sync += [wants[p, v].eq(ctx.then[p, v]), head_of[p, v].eq(0)]
+                with m.Else():
+                    m.d.sync += [wants[p, v].eq(ctx.want[p, v] & ~Mux(chosen[p][v],
+                                                                       granted_to[p], 0)),
+                                 head_of[p, v].eq(ctx.heads[p, v])]
+
+        return chosen, grant, update
 
 
 class InputBuffer(wiring.Component):
@@ -555,14 +827,16 @@ class InputBuffer(wiring.Component):
     priority, route) are read asynchronously from a small LUT RAM per VC at the read
     pointer, so they appear the cycle after the write, as a register copy would, without
     that copy's load multiplexer (a LUT per bit). Flit data sits in one memory of
-    ``vcs * depth`` words per input with a synchronous read port: :attr:`read` reads a VC's
-    front, which appears on :attr:`data` from the next cycle until the next :attr:`read`.
-    The router therefore needs no latch or VC multiplexer per input besides the memory's own
-    output register, and deep buffers become block RAM. Amaranth's FIFOs keep one memory per
-    queue and expose no addresses, hence this component.
+    ``vcs * depth`` words per input. With ``sync_read`` its read port is synchronous:
+    :attr:`read` reads a VC's front, which appears on :attr:`data` from the next cycle until
+    the next :attr:`read`, so the router needs no latch or VC multiplexer per input besides
+    the memory's own output register, and deep buffers become block RAM. Without, :attr:`data`
+    is the front of :attr:`read_vc`'s queue in the same cycle (LUT RAM), for the router to
+    register where it goes. Amaranth's FIFOs keep one memory per queue and expose no
+    addresses, hence this component.
 
-    A slot is reused only after its flit was both popped and sent on (the router returns
-    the credit for it after traversal).
+    A slot is reused only after its flit was popped and its last read is no longer needed
+    (the router returns the credit for it then).
 
     Parameters
     ----------
@@ -572,7 +846,9 @@ class InputBuffer(wiring.Component):
         Flit storage in block RAM (see :attr:`~optnet.plan.configs.RouterConfig.block_buffers`).
     local : bool, optional
         A second, zeroed copy of the flit read for the local output (``local_*`` members),
-        for a local output that ORs its inputs.
+        for a local output that ORs its inputs (only with ``sync_read``).
+    sync_read : bool, optional
+        The flit data is read synchronously (see above); by default.
     derived : dict of str to callable, optional
         Fields of ``ctrl`` that are not stored but computed, as ``derived[name](entry)``
         from the stored fields of the front entry (``w_ctrl``'s value of them is ignored).
@@ -585,17 +861,20 @@ class InputBuffer(wiring.Component):
     w_flit, w_ctrl : In(flit), In(ctrl)
     valid : Out(vcs)
         The queue of each VC is not empty.
+    more : Out(vcs)
+        The queue of each VC holds an entry behind its front.
     front : Out(ctrl).array(vcs)
         Control fields of each queue's front (meaningful when ``valid``).
     pop : In(vcs)
         Remove the front of these queues.
     read : In(1)
         Read the front of the queue of :attr:`read_vc` (the one before a ``pop`` of the
-        same cycle).
+        same cycle); only with ``sync_read``.
     read_vc : In(range(max(vcs, 2)))
         (At least a bit wide: a zero-width port is not Verilog.)
     data : Out(flit)
-        The flit read last (its ``vc`` field reads as 0).
+        With ``sync_read``, the flit read last; without, the front of :attr:`read_vc`'s
+        queue (its ``vc`` field reads as 0).
     local_read : In(1)
         Only with ``local``: this cycle's :attr:`read` is also for the local output.
     local_hold : In(1)
@@ -606,8 +885,10 @@ class InputBuffer(wiring.Component):
     """
 
     def __init__(self, flit: data.Layout, ctrl: data.Layout, vcs: int, depth: int,
-                 derived: dict | None = None, block: bool = False, local: bool = False):
+                 derived: dict | None = None, block: bool = False, local: bool = False,
+                 sync_read: bool = True):
         self.vcs, self.depth = vcs, depth
+        self.sync_read = sync_read
         self.derived = dict(derived or {})
         self.block = block
         self.local = local
@@ -620,7 +901,7 @@ class InputBuffer(wiring.Component):
         ``local_*`` members if ``local``)."""
         members = {
             "w_en": In(1), "w_flit": In(flit), "w_ctrl": In(ctrl),
-            "valid": Out(vcs), "front": Out(ctrl).array(vcs),
+            "valid": Out(vcs), "more": Out(vcs), "front": Out(ctrl).array(vcs),
             "pop": In(vcs), "read": In(1), "read_vc": In(range(max(vcs, 2))),
             "data": Out(flit),
         }
@@ -648,11 +929,14 @@ class InputBuffer(wiring.Component):
             attrs=attrs)
         # A synchronous read port with enable: block RAM for deep buffers, LUT RAM and a
         # register for shallow ones.
-        wport, rport = store.write_port(), store.read_port()
+        wport = store.write_port()
+        rport = store.read_port(domain="sync" if self.sync_read else "comb")
         w = len(self.w_flit.data)
         # One enable and a VC number per port rather than one-hot vectors: the memory's
         # enables need no OR, and the address multiplexers select by the number.
-        m.d.comb += [rport.en.eq(self.read), wport.data.eq(stored), wport.en.eq(self.w_en)]
+        m.d.comb += [wport.data.eq(stored), wport.en.eq(self.w_en)]
+        if self.sync_read:
+            m.d.comb += rport.en.eq(self.read)
         outputs = [(self.data, rport.data)]
         if self.local:
             # A second copy of the flit read, for the local output alone, zero unless it
@@ -688,7 +972,7 @@ class InputBuffer(wiring.Component):
             # computed: the emptiness test after a pop
             rnext = Signal(range(D), init=1 % D, name=f"rnext{v}")
             push = self.w_en & (self.w_flit.vc == v)
-            pop, front = self.pop[v], self.front[v]
+            pop, front, more = self.pop[v], self.front[v], self.more[v]
             # The front's control fields are read from the LUT RAM at rptr as they are
             # needed: a register copy of them, loaded from the memory or from the write side,
             # costs a LUT per bit for its multiplexer.
@@ -700,12 +984,21 @@ class InputBuffer(wiring.Component):
             waddr.append((self.w_flit.vc == v, v * D + wptr))
             with m.If(push):
                 m.d.sync += wptr.eq(wrap(wptr))
+            # ``more`` is a register, updated like ``valid``: the allocator's requests start
+            # from it, where a comparison of pointers would be two more logic levels.
+            after = wrap(rnext)
             with m.If(pop):
-                # the front has an entry behind it (a full queue has wptr == rptr != rnext)
-                m.d.sync += [rptr.eq(rnext), rnext.eq(wrap(rnext)),
-                             self.valid[v].eq((rnext != wptr) | push)]
+                m.d.sync += [rptr.eq(rnext), rnext.eq(after), self.valid[v].eq(more | push)]
+                if D > 2:
+                    # a third entry: the slot after rnext is not free (a full queue has
+                    # wptr == rptr, which is neither rnext nor the slot after it)
+                    with m.If(~push):
+                        m.d.sync += more.eq(more & (after != wptr))
+                elif D == 2:
+                    with m.If(~push):
+                        m.d.sync += more.eq(0)
             with m.Elif(push):
-                m.d.sync += self.valid[v].eq(1)
+                m.d.sync += [self.valid[v].eq(1), more.eq(self.valid[v])]
             raddr.append((self.read_vc == v, v * D + rptr))
         top = Const(1, 1) if self.local else Const(0, 0)
         m.d.comb += [waddr_low.eq(_one_hot_or(waddr)), wport.addr.eq(Cat(waddr_low, top)),
@@ -811,6 +1104,14 @@ def _several(mask):
     """Two bits or more of ``mask`` set, as AND-OR terms (``mask & (mask - 1)`` would be a
     carry chain)."""
     return Cat(mask[i] & mask[i + 1:].any() for i in range(len(mask) - 1)).any()
+
+
+def _held(cfg: RouterConfig) -> bool:
+    """The flits are read synchronously and held in the inputs' read registers for the
+    outputs (block RAM: ``block_buffers``, or more than 64 words per input, which synthesis
+    puts in block RAM); otherwise they are read asynchronously (LUT RAM) into output
+    registers."""
+    return cfg.block_buffers or cfg.fmt.vcs * cfg.depth > 64
 
 
 def _ored_local(cfg: RouterConfig) -> bool:
