@@ -78,7 +78,8 @@ def test_direct_parts_lowered_once_and_instantiated_per_port(direct_node):
     assert text.count("(* top =") == 1
 
 
-@pytest.mark.parametrize("node", ["sl3_node", "direct_node"])
+@pytest.mark.parametrize("node", [pytest.param("sl3_node", marks=pytest.mark.slow),
+                                  "direct_node"])
 def test_router_lowered_in_a_worker_gives_the_same_verilog(node, request):
     # (on a direct node, the switch)
     from concurrent.futures import ProcessPoolExecutor

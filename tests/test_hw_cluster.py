@@ -219,8 +219,10 @@ def test_every_node_broadcasting_heavily_delivers_everything(name, ready):
     assert sum(dst is None for dst, _ in sent) >= len(sent) // 2
 
 
+@pytest.mark.slow
 def test_a_short_ring_run_delivers_every_packet_once_in_order():
-    # The fast tier's whole-cluster simulation: a few packets per endpoint, 20 % broadcasts.
+    # A few packets per endpoint, 20 % tree broadcasts (the fast tier's whole-cluster
+    # simulation is the cascade ring below, unicasts and broadcasts alike).
     expected, received, done = simulate("ring4", packets_per_endpoint=6, bcast=0.2, seed=5)
     assert not done["partial"] and received == expected, f"after {done['cycles']} cycles"
 

@@ -269,7 +269,8 @@ def test_syncs_go_only_to_nodes_that_exist():
     assert bench.cfgs[0].nodes == (0, 1, 2)
 
 
-@pytest.mark.parametrize("seed", [11, 12, 13])
+@pytest.mark.parametrize("seed", [11, pytest.param(12, marks=pytest.mark.slow),
+                                  pytest.param(13, marks=pytest.mark.slow)])
 def test_random_resets_under_random_traffic(seed):
     rng = random.Random(seed)
     resets, t = [], 150

@@ -160,7 +160,7 @@ def _packets_of(flits):
 @pytest.mark.parametrize(("allocator", "seed", "block_tables", "multicast", "block_buffers"), [
     ("round_robin", 1, False, True, False),
     pytest.param("round_robin", 2, False, True, False, marks=pytest.mark.slow),
-    ("islip", 1, False, True, False),
+    pytest.param("islip", 1, False, True, False, marks=pytest.mark.slow),
     pytest.param("islip", 2, False, True, False, marks=pytest.mark.slow),
     pytest.param("round_robin", 3, True, True, False, marks=pytest.mark.slow),
     ("islip", 4, True, True, False), ("round_robin", 5, True, False, False),
@@ -220,7 +220,7 @@ def _hotspot_table(ports=PORTS):
 
 
 @pytest.mark.parametrize(("allocator", "block_buffers"), [
-    ("round_robin", False), ("round_robin", True),
+    pytest.param("round_robin", False, marks=pytest.mark.slow), ("round_robin", True),
     pytest.param("islip", False, marks=pytest.mark.slow)])
 def test_heads_racing_for_one_output_vc(allocator, block_buffers):
     """Every input floods the same output VCs with short packets, under back-pressure: a

@@ -496,7 +496,7 @@ def _bench_link():
 
 
 @pytest.mark.parametrize(("example", "size"), [
-    ("plasticnet_ring4", 512),
+    pytest.param("plasticnet_ring4", 512, marks=pytest.mark.slow),
     pytest.param("bluedbm_20", 256, marks=pytest.mark.slow),
     pytest.param("bluedbm_20", 4096, marks=pytest.mark.slow),
     pytest.param("cuscomnet_torus16", 512, marks=pytest.mark.slow),
