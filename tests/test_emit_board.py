@@ -297,7 +297,10 @@ def test_speed_grades():
 LINT_CONFIG = (ROOT / ".ci" / "verilator.vlt").read_text()
 
 
-@pytest.mark.parametrize("example", [e.stem for e in EXAMPLES])
+# BEE3's four variants share a board: one of them in the fast tier.
+@pytest.mark.parametrize("example", [
+    pytest.param(e.stem, marks=pytest.mark.slow if e.stem.startswith("bee3_")
+                 and e.stem != "bee3_two_x4" else ()) for e in EXAMPLES])
 def test_board_top_lints_against_the_network_ports(example, tmp_path):
     """Every role's top, with a stub of the network module built from NodeTop's ports (the
     network's own Verilog takes long to generate; the next test lints two in full)."""
