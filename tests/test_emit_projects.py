@@ -25,14 +25,14 @@ import pytest
 
 from optnet.devices.linkip import IpPort, ip_family, ip_ports
 from optnet.emit.build import fusesoc_core
-from optnet.emit.projects import IP_SCRIPT, _as_iopll, project_files
+from optnet.emit.projects import IP_SCRIPT, _as_iopll, _expected_modules, project_files
 from optnet.emit.stubs import port_stub
 from optnet.lint import lint_file
 from optnet.plan import plan
 from optnet.plan.clocks import clock_plan
 from optnet.plan.ip import IopllPlan, ProjectError, atx_pll_name, ecp5_device, ip_name, link_ips
 
-from .conftest import ROOT, UPDATE_GOLDEN, linted_example, role_files
+from .conftest import ROOT, UPDATE_GOLDEN, linted, linted_example, role_files
 from .hwtools import missing_tool
 
 MOCKS = Path(__file__).resolve().parent / "tcl"
@@ -57,11 +57,21 @@ def _tool(name: str) -> str:
 def _node(tmp_path: Path, cluster: Path, index: int = 0, clocks: IopllPlan | None = None):
     """A node folder in ``tmp_path/node`` with placeholder RTL, constraints and tables, real
     lint stubs, and the vendor project files; returns (plan, board, routed, folder, files)."""
-    result = lint_file(cluster)
+    result = linted(cluster)
     assert result.routed is not None, cluster
     p = plan(result.routed)[index]
     board = result.routed.cluster.nodes[index].board
-    folder = tmp_path / "node"
+    # Without the UCF of a Virtex-5 node (the ISE script warns and builds on).
+    folder, files = node_folder(tmp_path / "node", p, board, result.routed.cluster.name, clocks,
+                                ucf=False)
+    return p, board, result.routed, folder, files
+
+
+def node_folder(folder: Path, p, board, cluster: str, clocks: IopllPlan | None = None, *,
+                ucf: bool = True):
+    """Write the node folder ``folder`` of node plan ``p`` on ``board``: placeholder RTL,
+    constraints (with ``ucf``, a UCF too on Virtex-5, as the build writes) and tables, real
+    lint stubs, the vendor project files and the FuseSoC core; returns (folder, files)."""
     files = {
         f"rtl/{p.node}.v": f"module {p.node}; endmodule\n",
         f"rtl/{p.node}_top.v": f"module {p.node}_top; endmodule\n",
@@ -70,18 +80,19 @@ def _node(tmp_path: Path, cluster: Path, index: int = 0, clocks: IopllPlan | Non
         "tables/mcast.hex": "",
         "tables/routes.h": "",
     }
-    for ext in _CONSTRAINTS[board.vendor]:
+    exts = _CONSTRAINTS[board.vendor] + ((".ucf",) if ucf and board.family == "virtex5" else ())
+    for ext in exts:
         files[f"constraints/{p.node}{ext}"] = (
             "set_location_assignment PIN_A1 -to clk\n" if ext == ".qsf" else "\n")
     for port in p.ports:
         if port.phy != "lvds":
             files[f"stubs/{ip_name(port)}.v"] = port_stub(port, p.family)
     files.update(project_files(p, board, sorted(files), clocks=clocks))
-    files[f"{p.node}.core"] = fusesoc_core(p, board, sorted(files), result.routed.cluster.name)
+    files[f"{p.node}.core"] = fusesoc_core(p, board, sorted(files), cluster)
     for rel, text in files.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text)
-    return p, board, result.routed, folder, files
+    return folder, files
 
 
 def _run(tool: str, folder: Path, script: str, env: dict | None = None,
@@ -311,9 +322,13 @@ def test_ise_bee3_virtex5(tmp_path):
     assert [cset[f"c_gt_loc_{k}"] for k in range(1, 5)] == ["1", "2", "3", "4"]
     assert ["project", "set", "device", "xc5vlx155t"] in calls
     assert ["project", "set", "top", "n0_top"] in calls
+    # Every Verilog file of the core, wherever CORE Generator put it (the mock: the top in
+    # example_design/, the rest in src/), but not its test bench.
     added = [c[2] for c in calls if c[:2] == ["xfile", "add"]]
+    core = "ise/ip/optnet_aurora_8b10b_x4"
     assert added == ["rtl/n0.v", "rtl/n0_top.v",
-                     "ise/ip/optnet_aurora_8b10b_x4/src/optnet_aurora_8b10b_x4.v"]
+                     f"{core}/example_design/optnet_aurora_8b10b_x4.v",
+                     f"{core}/src/optnet_aurora_8b10b_x4_channel_init_sm.v"]
     assert "no UCF" in proc.stdout
     assert "the 24 ports of optnet_aurora_8b10b_x4 match the RTL's black box" in proc.stdout
     assert (folder / "n0.bit").exists() and (folder / "reports" / "timing.twr").exists()
@@ -335,6 +350,68 @@ def test_ise_run_status(tmp_path, status, ok):
         assert proc.returncode == 1
         assert f"failed (status {status})" in proc.stderr
         assert ["process", "run", "Generate Post-Place & Route Static Timing"] not in calls
+
+
+_TABLE = ("the IP customisation does not match optnet's port table "
+          "(optnet/devices/linkip.py, ip_ports)")
+
+
+#: BEE3 Eight-x1, whose first node has two tiles of two one-lane links and one of one.
+_TILES = (ROOT / "examples" / "bee3_eight_x1.yaml",
+          {"OPTNET_REFCLK_MHZ_OPTNET_AURORA_8B10B_X1": "156.25"})
+
+
+def _tiled_node(tmp_path: Path):
+    routed = linted(_TILES[0]).routed
+    p, board = plan(routed)[0], routed.cluster.nodes[0].board
+    folder, _ = node_folder(tmp_path / "node", p, board, routed.cluster.name)
+    [ip] = link_ips(p, board)
+    assert ip.tiled
+    return folder, ip
+
+
+def test_ise_virtex5_tiles_are_checked(tmp_path):
+    """optnet wraps the GTP_DUAL tiles of one-lane Aurora v5.2 links itself, so the RTL
+    instantiates the core's GTP_TILE and lane logic, not its top. CORE Generator (the mock)
+    writes them where the generated v5.2 cores have them (the lane logic in src/, the tile in
+    example_design/gt/); ip.tcl finds and checks every one and adds them to the project."""
+    folder, ip = _tiled_node(tmp_path)
+    proc, calls = _run("ise", folder, "ise.tcl", _TILES[1])
+    _ok(proc, calls)
+    assert "WARNING" not in proc.stdout
+    modules = _expected_modules(ip)
+    assert [m for m, _ in modules] == [f"{ip.name}_{m}" for m in (
+        "AURORA_LANE", "GLOBAL_LOGIC", "TX_STREAM", "RX_STREAM", "GTP_TILE")]
+    for module, ports in modules:
+        assert f"the {len(ports)} ports of {module} match the RTL's black box" in proc.stdout
+    assert proc.stdout.count("match the RTL's black box") == len(modules)
+    core = f"ise/ip/{ip.name}"
+    added = [c[2] for c in calls if c[:2] == ["xfile", "add"]]
+    assert {f"{core}/example_design/gt/{ip.name}_transceiver_tile.v",
+            f"{core}/src/{ip.name}_aurora_lane.v", f"{core}/src/{ip.name}_rx_stream.v",
+            f"{core}/example_design/{ip.name}.v"} <= set(added)
+    assert not [f for f in added if "/simulation/" in f]
+    assert ["source", IP_SCRIPT] in calls
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"MOCK_IP_DROP_PORT": "GTPRESET_IN"},
+     ["optnet: the generated IP optnet_aurora_8b10b_x1_GTP_TILE (",
+      "missing input GTPRESET_IN (1 bit);", _TABLE]),
+    ({"MOCK_IP_SKIP_MODULE": "optnet_aurora_8b10b_x1_AURORA_LANE"},
+     ["optnet: found no generated Verilog that declares module "
+      "optnet_aurora_8b10b_x1_AURORA_LANE, which the RTL instantiates"]),
+], ids=["ports", "missing"])
+def test_ise_virtex5_tile_mismatch_stops_the_build(tmp_path, env, expected):
+    """A generated tile module without a port of optnet's table, or a module CORE Generator
+    did not make at all, stops the script at the check, before anything is built."""
+    folder, _ = _tiled_node(tmp_path)
+    proc, calls = _run("ise", folder, "ise.tcl", {**_TILES[1], **env})
+    assert proc.returncode == 1, proc.stdout
+    for text in expected:
+        assert text in proc.stderr
+    assert calls[-1][0] == "SCRIPT_ERROR"
+    assert not [c for c in calls if c[0] == "process" or (c[0] == "xfile" and "/ip/" in c[2])]
 
 
 # --------------------------------------------------------------------------- Quartus
@@ -434,10 +511,6 @@ def _flow_node(tmp_path: Path, tool: str):
     node = _node(tmp_path, ROOT / "examples" / example,
                  clocks=CLOCKS if tool == "quartus" else None)
     return node, env, ip, port
-
-
-_TABLE = ("the IP customisation does not match optnet's port table "
-          "(optnet/devices/linkip.py, ip_ports)")
 
 
 @pytest.mark.parametrize("tool", list(_FLOWS))

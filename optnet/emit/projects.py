@@ -17,7 +17,9 @@ directory (ISE, Quartus). After generating each link IP it reads the generated V
 each module the RTL instantiates (the top, or a tiled Virtex-5 core's tile and lane logic)
 and stops the build unless its ports are those of the RTL's black box
 (:func:`_expected_modules`, the tables the lint stubs come from) in direction and width,
-with no input left out.
+with no input left out; a module it cannot find stops the build too. CORE Generator's
+output layout varies between releases, so the ISE script takes every Verilog file of the
+core's folder and finds each module by its declaration.
 
 What each link IP is and how it is configured is planned in :mod:`optnet.plan.ip`
 (:func:`~optnet.plan.ip.link_ips`); this module writes it into the scripts. A value the

@@ -44,7 +44,28 @@ set optnet_coregen_options [list \
     simulationfiles Behavioral speedgrade -1 verilogsim true vhdlsim false \
     workingdirectory ./tmp/]
 
+# The Verilog files under folder $dir and its subfolders, sorted, except those under a folder
+# named simulation (the core's test bench). (Tcl 8.4's glob has no -recursive.)
+proc optnet_verilog_under {dir} {
+    set found [glob -nocomplain -types f -directory $dir *.v]
+    foreach sub [lsort [glob -nocomplain -types d -directory $dir *]] {
+        if {[file tail $sub] ne "simulation"} {
+            set found [concat $found [optnet_verilog_under $sub]]
+        }
+    }
+    return [lsort $found]
+}
+
 # Write ip/<name>.xco, generate the core in batch mode and return its Verilog sources.
+#
+# Where CORE Generator puts each module differs between Aurora releases and families: the
+# lane logic (AURORA_LANE, GLOBAL_LOGIC, TX_STREAM, RX_STREAM) is in <name>/src/, but the
+# GT wrapper and tile (<name>_GTP_TILE, in <name>_transceiver_tile.v or <name>_tile.v) are
+# in <name>/example_design/gt/ and the top <name>.v in <name>/example_design/ or next to
+# the .xco in listings of generated v5.2 cores, and UG353's own listing was not checked. So
+# the sources are every Verilog file of the core's folder (not its test bench) and the top
+# next to the .xco, and the port check finds each module by its declaration, not by path.
+# The example design's own modules come along; the project's top does not instantiate them.
 proc optnet_coregen {name select params} {
     global optnet_ipdir optnet_coregen_options
     set cgp [file join $optnet_ipdir coregen.cgp]
@@ -71,9 +92,12 @@ proc optnet_coregen {name select params} {
     puts $fh "GENERATE"
     close $fh
     exec coregen -p $cgp -b $xco >@ stdout 2>@ stderr
-    set sources [lsort [glob -nocomplain -directory [file join $optnet_ipdir $name src] *.v]]
+    set sources [optnet_verilog_under [file join $optnet_ipdir $name]]
+    if {[file exists [file join $optnet_ipdir $name.v]]} {
+        lappend sources [file join $optnet_ipdir $name.v]
+    }
     if {![llength $sources]} {
-        error "optnet: CORE Generator wrote no Verilog sources to [file join $optnet_ipdir $name src]; see [file join $optnet_ipdir coregen.log]."
+        error "optnet: CORE Generator wrote no Verilog sources to [file join $optnet_ipdir $name]; see [file join $optnet_ipdir coregen.log]."
     }
     return $sources
 }
@@ -139,13 +163,20 @@ proc optnet_bits {width} {
     return "$width bits"
 }
 
-# Stops the build unless the generated top-level module $ip in $file has every port of
-# $expected ({name direction width} each: the black box the RTL instantiates, from optnet's
-# port table) with the same direction and width, and no input the black box leaves out.
+# Stops the build unless the generated module $ip in $file has every port of $expected
+# ({name direction width} each: the black box the RTL instantiates, from optnet's port table)
+# with the same direction and width, and no input the black box leaves out.
+#
+# A module that was not found ($file is "") stops the build too. Where each tool puts it is
+# known well enough to look it up: Vivado lists the IP's files, Platform Designer writes
+# ip/<name>/synth/<name>.v, and for CORE Generator, whose layout varies between releases, the
+# whole output folder of the core is searched for the module's declaration. So a missing
+# module means the tool did not generate it: the customisation is not the one optnet
+# planned, and the RTL's instance of it would fail later in the flow with a vaguer message
+# (an unresolved black box), or, as a warning here, would let an unchecked core through.
 proc optnet_check_ports {ip file expected} {
     if {$file eq "" || ![file exists $file]} {
-        puts "optnet: WARNING: found no generated top-level Verilog of $ip; its ports are not checked against the RTL's black box."
-        return
+        error "optnet: found no generated Verilog that declares module $ip, which the RTL instantiates: the IP was not generated as optnet's port table (optnet/devices/linkip.py, ip_modules) expects; see the IP generator's log."
     }
     set found [optnet_module_ports $file $ip]
     if {![llength $found]} {

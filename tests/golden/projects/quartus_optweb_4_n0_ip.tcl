@@ -136,13 +136,20 @@ proc optnet_bits {width} {
     return "$width bits"
 }
 
-# Stops the build unless the generated top-level module $ip in $file has every port of
-# $expected ({name direction width} each: the black box the RTL instantiates, from optnet's
-# port table) with the same direction and width, and no input the black box leaves out.
+# Stops the build unless the generated module $ip in $file has every port of $expected
+# ({name direction width} each: the black box the RTL instantiates, from optnet's port table)
+# with the same direction and width, and no input the black box leaves out.
+#
+# A module that was not found ($file is "") stops the build too. Where each tool puts it is
+# known well enough to look it up: Vivado lists the IP's files, Platform Designer writes
+# ip/<name>/synth/<name>.v, and for CORE Generator, whose layout varies between releases, the
+# whole output folder of the core is searched for the module's declaration. So a missing
+# module means the tool did not generate it: the customisation is not the one optnet
+# planned, and the RTL's instance of it would fail later in the flow with a vaguer message
+# (an unresolved black box), or, as a warning here, would let an unchecked core through.
 proc optnet_check_ports {ip file expected} {
     if {$file eq "" || ![file exists $file]} {
-        puts "optnet: WARNING: found no generated top-level Verilog of $ip; its ports are not checked against the RTL's black box."
-        return
+        error "optnet: found no generated Verilog that declares module $ip, which the RTL instantiates: the IP was not generated as optnet's port table (optnet/devices/linkip.py, ip_modules) expects; see the IP generator's log."
     }
     set found [optnet_module_ports $file $ip]
     if {![llength $found]} {
