@@ -70,7 +70,7 @@ def _node(tmp_path: Path, cluster: Path, index: int = 0, clocks: IopllPlan | Non
 def node_folder(folder: Path, p, board, cluster: str, clocks: IopllPlan | None = None, *,
                 ucf: bool = True):
     """Write the node folder ``folder`` of node plan ``p`` on ``board``: placeholder RTL,
-    constraints (with ``ucf``, a UCF too on Virtex-5, as the build writes) and tables, real
+    constraints (with ``ucf``, a UCF on Virtex-5 as the build writes, else XDC) and tables, real
     lint stubs, the vendor project files and the FuseSoC core; returns (folder, files)."""
     files = {
         f"rtl/{p.node}.v": f"module {p.node}; endmodule\n",
@@ -80,7 +80,7 @@ def node_folder(folder: Path, p, board, cluster: str, clocks: IopllPlan | None =
         "tables/mcast.hex": "",
         "tables/routes.h": "",
     }
-    exts = _CONSTRAINTS[board.vendor] + ((".ucf",) if ucf and board.family == "virtex5" else ())
+    exts = (".ucf",) if ucf and board.family == "virtex5" else _CONSTRAINTS[board.vendor]
     for ext in exts:
         files[f"constraints/{p.node}{ext}"] = (
             "set_location_assignment PIN_A1 -to clk\n" if ext == ".qsf" else "\n")

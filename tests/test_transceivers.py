@@ -6,6 +6,11 @@ board with transceivers."""
 
 from __future__ import annotations
 
+import atexit
+import functools
+import re
+import shutil
+import tempfile
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -14,15 +19,16 @@ import pytest
 
 from optnet.devices.linkip import SHARED_CLOCKS, ip_ports
 from optnet.devices.transceivers import GBPS, RefclkSite, Site, gxt_refclk_site, transceiver
-from optnet.lint import lint_file
+from optnet.emit.projects import IP_SCRIPT, _clock_plan, _expected_modules, _init_clock, _mhz
+from optnet.lint import LintResult, lint_file
 from optnet.plan import NodePlan, plan
 from optnet.plan.clocks import clock_plan
-from optnet.plan.ip import ip_name, link_ips
+from optnet.plan.ip import IpParam, atx_pll, ip_name, link_ips
 from optnet.plan.pins import top_ports
 
-from .conftest import ROOT
+from .conftest import ROOT, linted, linted_example
 from .test_cdc import node_netlist
-from .test_emit_projects import _node, _ok, _run, _vivado_config
+from .test_emit_projects import _node, _ok, _qsys, _run, _vivado_config, node_folder
 
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
 
@@ -88,8 +94,8 @@ def test_stratix10_refclk_sites():
 # ------------------------------------------------------------------------------ the plan
 
 
-def _plans(path: Path) -> tuple[list[NodePlan], dict]:
-    result = lint_file(path)
+def _plans(source: Path | LintResult) -> tuple[list[NodePlan], dict]:
+    result = lint_file(source) if isinstance(source, Path) else source
     assert result.routed is not None and result.ok, [str(d) for d in result.diagnostics]
     nodes = {n.name: n for n in result.routed.cluster.nodes}
     plans = plan(result.routed, tables=False, one_per_role=True)
@@ -212,22 +218,158 @@ def test_every_transceiver_board_is_covered():
     assert with_gts == set(_LINKS)
 
 
-@pytest.mark.parametrize("topology", ["{kind: ring, nodes: 8}", "{kind: torus, dims: [4, 4]}"],
-                         ids=["ring8", "torus16"])
-@pytest.mark.parametrize("board", sorted(_LINKS))
-def test_generated_clusters_follow_the_device_rules(tmp_path, board, topology):
-    path = tmp_path / "cluster.yaml"
+_TOPOLOGIES = pytest.mark.parametrize(
+    "topology", ["{kind: ring, nodes: 8}", "{kind: torus, dims: [4, 4]}"], ids=["ring8", "torus16"])
+
+
+@functools.cache
+def _generated(board: str, topology: str) -> LintResult:
+    """The generated cluster of ``board`` in ``topology`` linted once per session (the file
+    goes into a folder removed at exit); skips the test when the board has too few ports."""
+    folder = Path(tempfile.mkdtemp(prefix="optnet-gen-"))
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / f"{board}.yaml"
     path.write_text(f"optnet: 1\nname: gen\ndefaults: {{board: {board}, link: {_LINKS[board]}}}"
                     f"\nnetwork: {{clock: 100MHz}}\ntopology: {topology}\n")
-    result = lint_file(path)
+    return linted(path)
+
+
+def _generated_ok(board: str, topology: str) -> LintResult:
+    result = _generated(board, topology)
     errors = [d for d in result.diagnostics if d.severity.name == "ERROR"]
     if any(d.code == "E112" for d in errors):
         pytest.skip(f"board {board} has too few ports for {topology}")    # not a GT rule
     assert not errors, [str(d) for d in errors]
-    plans, boards = _plans(path)
+    return result
+
+
+@_TOPOLOGIES
+@pytest.mark.parametrize("board", sorted(_LINKS))
+def test_generated_clusters_follow_the_device_rules(board, topology):
+    result = _generated_ok(board, topology)
+    plans, boards = _plans(result)
     for p in plans:
         _check_plan(p, boards[p.node])
         _check_ip(p, boards[p.node])
+
+
+# ------------------------------------------------------- vendor scripts under the mocks
+
+#: The vendor script of a node folder and the mock tool that runs it.
+_TOOLS = {"vivado.tcl": "vivado", "ise.tcl": "ise", "quartus.tcl": "quartus"}
+
+#: Per mock, the logged calls that name a file the tool reads, and which of their arguments.
+_READS = {"add_files": 2, "read_xdc": 1, "read_verilog": 1, "xfile": 2, "source": 1,
+          "coregen": 2, "qsys-script": 1, "qsys-generate": 1}
+
+
+def _resolved(param: IpParam, values: dict[str, str]) -> str:
+    """The value Tcl gives ``param``: a substituting word with the script's variables."""
+    if not param.var:
+        return param.value
+    return re.sub(r"\$(\w+(?:\(\w+\))?)", lambda m: values[m.group(1)], param.value.strip('"'))
+
+
+def _coregen(calls) -> dict[str, dict[str, str]]:
+    """Per core CORE Generator made: its SELECT line (as "component") and CSET values."""
+    cores: list[dict[str, str]] = []
+    for c in calls:
+        if c[0] == "coregen":
+            cores.append({})
+        elif c[0] == "coregen_select":
+            cores[-1]["component"] = c[1]
+        elif c[0] == "coregen_cset":
+            cores[-1][c[1]] = c[2]
+    return {core["component_name"]: core for core in cores}
+
+
+def _scripts_follow_the_plan(tmp_path: Path, result: LintResult) -> int:
+    """Run the vendor script of the first node of every hardware role of ``result`` under
+    its mock tool (placeholder RTL, the real lint stubs and project files) and check the
+    logged calls against the plan: the run ends with the bitstream, every file the tool is
+    given exists, the project script sources ip.tcl before building, the IP made is the
+    planned IP (names, components, every parameter with the script's values substituted),
+    and every module the RTL instantiates has its ports checked, without a warning. Returns
+    the number of scripts run."""
+    routed = result.routed
+    boards = {n.name: n.board for n in routed.cluster.nodes}
+    runs = 0
+    for p in plan(routed, tables=False, one_per_role=True):
+        board = boards[p.node]
+        folder, files = node_folder(tmp_path / p.node, p, board, routed.cluster.name)
+        script = next((s for s in _TOOLS if s in files), None)
+        if script is None:                  # the open ECP5 flow: test_makefile_ulx3s
+            assert board.vendor == "lattice" and "Makefile" in files, p.node
+            continue
+        ips = link_ips(p, board)
+        # A value the board file lacks is set as the script asks (test_ise_bee3_virtex5).
+        env = {ip.refclk_env: "156.25" for ip in ips if ip.refclk_hz is None}
+        values = {ip.refclk_var: env.get(ip.refclk_env) or _mhz(ip.refclk_hz) for ip in ips}
+        if board.vendor == "xilinx" and board.family != "virtex5":
+            values["init_clk_mhz"] = _init_clock(board, _clock_plan(p, board))[0]
+        proc, calls = _run(_TOOLS[script], folder, script, env)
+        runs += 1
+        where = f"{routed.cluster.name} {p.node} ({board.name}): {proc.stdout[-2000:]}"
+        _ok(proc, calls)
+        assert "WARNING" not in proc.stdout, where
+        bitstream = f"{p.node}.sof" if board.vendor == "intel" else f"{p.node}.bit"
+        assert (folder / bitstream).is_file(), where
+
+        # Every file the tool reads is in the node folder (the mocks also fail on one that
+        # is not there when read), and the node's RTL and constraints are among them.
+        read = {c[_READS[c[0]]] for c in calls if c[0] in _READS and len(c) > _READS[c[0]]}
+        read |= {c[2] for c in calls if c[0] == "set_global_assignment" and c[1].endswith("FILE")}
+        assert all((folder / f).is_file() for f in read), (where, read)
+        given = {f for f in files if f.startswith(("rtl/", "constraints/"))}
+        assert given <= read, (where, given - read)
+
+        build = next(i for i, c in enumerate(calls)
+                     if c[0] in ("launch_runs", "process", "execute_flow"))
+        sourced = [i for i, c in enumerate(calls) if c == ["source", IP_SCRIPT]]
+        assert (IP_SCRIPT in files) == bool(sourced), where
+        assert all(i < build for i in sourced), where
+
+        expected = {ip.name: {"component": ip.component,
+                              **{q.name: _resolved(q, values) for q in ip.params}}
+                    for ip in ips}
+        if script == "vivado.tcl":
+            made = _vivado_config(calls)
+        elif script == "ise.tcl":
+            made = _coregen(calls)
+        else:
+            systems = _qsys(calls)
+            expected |= {pll.name: {"component": pll.component,
+                                    **{q.name: _resolved(q, values) for q in pll.params}}
+                         for pll in map(atx_pll, ips)}
+            assert "optnet_iopll" in systems, where
+            made = {name: s for name, s in systems.items() if name != "optnet_iopll"}
+        assert made == expected, where
+
+        modules = [m for ip in ips for m in _expected_modules(ip)]
+        for module, ports in modules:
+            assert f"the {len(ports)} ports of {module} match the RTL's black box" in \
+                proc.stdout, (where, module)
+        assert proc.stdout.count("match the RTL's black box") == len(modules), where
+    return runs
+
+
+@pytest.mark.parametrize("stem", [
+    stem if stem == "plasticnet_ring4" else pytest.param(stem, marks=pytest.mark.slow)
+    for stem in EXAMPLES])
+def test_example_scripts_under_the_mocks(tmp_path, stem):
+    """Every example: each hardware role's vendor script under its mock (the fast tier keeps
+    PlasticNet, two Aurora cores sharing a quad)."""
+    runs = _scripts_follow_the_plan(tmp_path, linted_example(stem))
+    assert runs or stem == "ulx3s_ring4"
+
+
+@pytest.mark.slow
+@_TOPOLOGIES
+@pytest.mark.parametrize("board", sorted(_LINKS))
+def test_generated_cluster_scripts_under_the_mocks(tmp_path, board, topology):
+    """Generated 8-node rings and 16-node tori of every board with transceivers: each
+    hardware role's vendor script under its mock, as for the examples."""
+    assert _scripts_follow_the_plan(tmp_path, _generated_ok(board, topology))
 
 
 # ----------------------------------------------------------------- generated RTL and Tcl
