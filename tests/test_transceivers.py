@@ -85,6 +85,26 @@ def test_stratix10_refclk_sites():
     assert gtx.refclk_at("REFCLK_GXBL1C_CHT") is None
 
 
+def test_positions_and_refclk_inputs():
+    """The model numbers channels up the column as their sites do (the link IP's lane grid
+    reads it) and tells which of a quad's two reference clock inputs a buffer site is."""
+    gtx = transceiver("virtex7", "GTX")
+    for site in ("GTXE2_CHANNEL_X1Y25", "GTXE2_CHANNEL_X0Y0", "GTXE2_CHANNEL_X1Y43"):
+        assert f"GTXE2_CHANNEL_X{gtx.locate(site).column}Y{gtx.position(gtx.locate(site))}" \
+            == site
+    assert (gtx.refclk_input("IBUFDS_GTE2_X1Y13"), gtx.refclk_input("IBUFDS_GTE2_X1Y12")) \
+        == (1, 0)
+    assert gtx.refclk_input("IBUFDS_GTE4_X0Y21") is None
+    gty = transceiver("ultrascale_plus", "GTY")
+    assert gty.refclk_input("IBUFDS_GTE4_X0Y21") == 1 and gty.position(Site(0, 10, 0)) == 40
+    tile = transceiver("virtex5", "GTP")
+    assert tile.position(tile.locate("GTP_DUAL_X0Y3_CH1")) == 7
+    assert tile.refclk_input("IBUFDS") is None
+    s10 = transceiver("stratix10", "H-tile")
+    assert (s10.refclk_input("REFCLK_GXBL1C_CHB"), s10.refclk_input("REFCLK_GXB1D_CHT")) \
+        == (0, 1)
+
+
 # ------------------------------------------------------------------------------ the plan
 
 

@@ -106,6 +106,10 @@ class RefclkPlan:
         Router port of the core that buffers it.
     ports : tuple of int
         Router ports clocked from it.
+    input : int or None
+        Which of its group's reference clock inputs it is (``MGTREFCLK0``, ``1``), from its
+        buffer site; None when the board file gives no site of the transceiver's form (the
+        group is then assumed).
     """
 
     key: str
@@ -113,6 +117,7 @@ class RefclkPlan:
     group: tuple[int, int] | None
     owner: int
     ports: tuple[int, ...]
+    input: int | None = None
 
 
 @dataclass(frozen=True)
@@ -267,17 +272,17 @@ class _Planner:
             out.append((at.column, at.group))
         return tuple(out)
 
-    def pad_group(self, port: LinkPort) -> tuple[int, int] | None:
-        """Where ``port``'s reference clock pad is: its buffer site, else (assumed) the
-        group of its board port's first lane."""
+    def pad_group(self, port: LinkPort) -> tuple[tuple[int, int] | None, int | None]:
+        """Where ``port``'s reference clock pad is: its group and input from its buffer
+        site, else (assumed) the group of its board port's first lane and no input."""
         rc = self.board.ports[port.board_port].refclk
         if rc is not None and rc.site:
             at = self.gt.locate_refclk(rc.site)
             if at is not None:
-                return at
+                return at, self.gt.refclk_input(rc.site)
         first = self.board.ports[port.board_port].lanes[0].site
         at = self.gt.locate(first) if first else None
-        return None if at is None else (at.column, at.group)
+        return (None if at is None else (at.column, at.group)), None
 
     def pll_names(self, port: LinkPort) -> tuple[str, ...]:
         """The PLLs ``port``'s core may use on this transceiver, preferred first."""
@@ -477,7 +482,7 @@ class _Planner:
                         f"clock from the same pad ({key}); each core with shared logic "
                         f"buffers its own ({gt.refclk_buffer}), and a pad has one buffer.",
                         gt.source, hint="Put links that share a reference clock in one quad.")
-            pad = self.pad_group(owner)
+            pad, pad_input = self.pad_group(owner)
             if pad is None:
                 self.notes.append(f"The {gt.group} of reference clock {key} is not known; "
                                   f"its reach is not checked.")
@@ -500,7 +505,7 @@ class _Planner:
                                 f"same column.", gt.source,
                                 hint="Use a reference clock of a nearer quad.")
             out.append(RefclkPlan(key, _refclk_hz(board, owner), pad, owner.port,
-                                  tuple(users)))
+                                  tuple(users), pad_input))
         return tuple(out)
 
     def plan_banks(self, where, pll) -> tuple[XcvrPlan, list[Finding]]:
