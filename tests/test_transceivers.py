@@ -445,3 +445,75 @@ def test_generated_gxt_links_take_their_refclk_triplet(tmp_path):
     assert result.ok, [str(d) for d in result.diagnostics]
     ends = {(e.port, e.lanes) for link in result.routed.cluster.links for e in (link.a, link.b)}
     assert ends == {("qsfp0", (2, 3)), ("qsfp1", (0, 1))}
+
+
+def test_stratix10_atx_placement():
+    """The plan places a GXT link's ATX PLLs one to each triplet of its lanes, a GX link's
+    one in its first lane's bank, and without sites a GXT link's in pairs of lanes; the
+    two-per-bank rule (E335) counts these PLLs."""
+    from optnet.boards import load_library
+    from optnet.plan.transceivers import LinkPort, TxPllPlan, transceiver_plan
+
+    board = load_library([ROOT / "boards"]).boards["stratix10mx_optics"]
+    ports = dict(board.ports)
+    lanes = [lane.model_copy(update={"site": site}) for lane, site in zip(
+        ports["optical0"].lanes, ["GXB1C_CH0", "GXB1C_CH1", "GXB1C_CH3", "GXB1C_CH4"],
+        strict=True)]
+    ports["optical0"] = ports["optical0"].model_copy(update={"lanes": lanes})
+    b = board.model_copy(update={"ports": ports})
+
+    def run(*links, rate=25_000_000_000):
+        return transceiver_plan("n0", b, [LinkPort(k + 1, f"{bp}[{lanes}]", bp, lanes,
+                                                   "serial_lite_3", rate)
+                                          for k, (bp, lanes) in enumerate(links)])
+
+    plan_, found = run(("optical0", (0, 1, 2, 3)))
+    assert found == [] and plan_.ports[1].tx_plls == (
+        TxPllPlan("ATX", (0, 1), True, (1, 0), 0), TxPllPlan("ATX", (2, 3), True, (1, 0), 1))
+    plan_, found = run(("optical0", (1, 2)))
+    assert found == [] and [(t.lanes, t.triplet) for t in plan_.ports[1].tx_plls] == [
+        ((0,), 0), ((1,), 1)]
+    plan_, found = run(("optical0", (0, 1, 2, 3)), rate=10_312_500_000)
+    assert found == [] and plan_.ports[1].tx_plls == (
+        TxPllPlan("ATX", (0, 1, 2, 3), False, (1, 0), None),)
+    plan_, found = run(("optical2", (0, 1, 2)))
+    assert found == [] and plan_.ports[1].tx_plls == (
+        TxPllPlan("ATX", (0, 1), True), TxPllPlan("ATX", (2,), True))
+    # One lane in each triplet needs both of the bank's ATX PLLs: a third link is one too many.
+    _, found = run(("optical0", (0, 2)), ("optical0", (1,)))
+    assert [f.code for f in found] == ["E335"]
+    assert "needs 3 ATX PLLs in bank X1 #0" in found[0].message
+
+
+def test_clock_plan_instantiates_the_planned_atx_plls(tmp_path):
+    """The board top's ATX PLL instances are the transceiver plan's, lane for lane."""
+    board = (ROOT / "tests/fixtures/bad/boards/s10_triplet.yaml").read_text()
+    board = board.replace("name: s10_triplet", "name: s10_sited")
+    ports = board[board.index("ports:"):board.index("source:")]
+    board = board.replace(ports, """ports:
+  qsfp0:
+    kind: serial
+    connector: QSFP28
+    refclk: {freq: 644.53125MHz, site: REFCLK_GXBL1C_CHB}
+    lanes: [{site: GXB1C_CH0}, {site: GXB1C_CH1}, {site: GXB1C_CH3}, {site: GXB1C_CH4}]
+  qsfp1:
+    kind: serial
+    connector: QSFP28
+    refclk: {freq: 644.53125MHz, site: REFCLK_GXBL1D_CHB}
+    lanes: [{site: GXB1D_CH0}, {site: GXB1D_CH1}, {site: GXB1D_CH3}, {site: GXB1D_CH4}]
+""")
+    (tmp_path / "boards").mkdir()
+    (tmp_path / "boards" / "s10_sited.yaml").write_text(board)
+    path = tmp_path / "pair.yaml"
+    path.write_text("optnet: 1\nname: pair\ndefaults: {board: s10_sited, link: {phy: "
+                    "serial_lite_3, line_rate: 25Gbps, lanes: 4}}\n"
+                    "nodes: [{name: a, id: 0}, {name: b, id: 1}]\n"
+                    "links: [{from: a.qsfp0, to: b.qsfp0}]\n")
+    result = lint_file(path)
+    assert result.ok, [str(d) for d in result.diagnostics]
+    p, b = plan(result.routed)[0], result.routed.cluster.nodes[0].board
+    (tx,) = clock_plan(p, b).tx_plls
+    assert tx.placement == p.ports[0].xcvr.tx_plls
+    assert [(t.lanes, t.bank, t.triplet) for t in tx.placement] == [
+        ((0, 1), (1, 0), 0), ((2, 3), (1, 0), 1)]
+    assert (tx.instances, tx.lanes_per_instance, tx.output_port) == (2, 2, "tx_serial_clk_gxt")

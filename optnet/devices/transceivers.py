@@ -329,6 +329,10 @@ GXT_ABOVE = 17_400_000_000
 GXT_PER_BANK = 4
 GXT_CHANNELS = (0, 1, 3, 4)
 ATX_PER_BANK = 2
+#: GXT channels one ATX PLL clocks through its GXT clock output: the two GXT channels of its
+#: own triplet, 0 and 1 or 3 and 4 (UG-683621 3.1.1.2; the ATX PLL IP's "local" GXT path,
+#: ``enable_28G_local_atx_path``, as in CTSRD-CHERI/S10FPGA xcvr_atx_pll_s10_htile.ip).
+GXT_PER_ATX = 2
 
 #: Channels per Stratix 10 triplet (half a bank: one ATX PLL, one fPLL, one dedicated
 #: reference clock pin; UG-683621 ch. 3, AN 778 §1.1.3 "upper triplet", "bottom triplet").

@@ -34,7 +34,6 @@ from optnet.devices.linkip import (
     user_width_for,
 )
 from optnet.devices.transceivers import (
-    GXT_ABOVE,
     Site,
     Transceiver,
     analog_voltage,
@@ -566,7 +565,7 @@ def _intel_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan]
             continue
         param, fixed = target
         params.append(IpParam(param, fixed.replace("{lanes}", str(lanes))))
-    gxt = first.line_rate > GXT_ABOVE
+    gxt = _gxt(first, plan.node)
     tile = (board.transceivers.type if board.transceivers else "H-tile").lower()
     voltage = analog_voltage(first.line_rate)
     if first.phy == "serial_lite_3":
@@ -598,6 +597,19 @@ def _intel_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan]
                   tuple(ports), tuple(params), tuple(notes))
 
 
+def _gxt(port: PortPlan, node: str | None = None) -> bool:
+    """Whether the transceiver plan clocks ``port``'s lanes as GXT channels (from its ATX
+    PLLs' GXT clock outputs)."""
+    placed = port.xcvr.tx_plls if port.xcvr is not None else ()
+    if not placed:
+        of = f" of node '{node}'" if node else ""
+        raise ProjectError(
+            f"The transceiver plan gives port {port.name}{of} ({port.phy}) no transmit PLL "
+            f"(its board has no transceiver model in optnet.devices.transceivers, or no PLL "
+            f"makes its line rate), so its link IP and ATX PLL cannot be configured.")
+    return placed[0].gxt
+
+
 def atx_pll_name(port: PortPlan) -> str:
     """Module name of the ATX PLL the Quartus script generates for ``port``'s link IP:
     ``<ip_name>_atx_pll``, one configuration per link IP (its line rate and reference
@@ -607,8 +619,9 @@ def atx_pll_name(port: PortPlan) -> str:
 
 
 def atx_pll(ip: LinkIp) -> LinkIp:
-    """The ATX PLL IP for Intel link IP ``ip`` (same line rate and reference clock)."""
-    gxt = ip.line_rate > GXT_ABOVE
+    """The ATX PLL IP for Intel link IP ``ip`` (same line rate and reference clock), with
+    the output buffer the transceiver plan chose (:class:`~optnet.plan.transceivers.TxPllPlan`)."""
+    gxt = _gxt(ip.ports[0])
     params = (
         IpParam("prot_mode", "Basic"),
         IpParam("bw_sel", "high"),
