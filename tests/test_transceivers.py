@@ -485,22 +485,25 @@ def test_stratix10_atx_placement():
     assert "needs 3 ATX PLLs in bank X1 #0" in found[0].message
 
 
-def test_clock_plan_instantiates_the_planned_atx_plls(tmp_path):
-    """The board top's ATX PLL instances are the transceiver plan's, lane for lane."""
+@pytest.mark.parametrize(("channels", "placed"), [
+    ((0, 1, 3, 4), [((0, 1), 0), ((2, 3), 1)]),
+    ((0, 3, 1, 4), [((0, 2), 0), ((1, 3), 1)]),
+])
+def test_board_top_instantiates_the_planned_atx_plls(tmp_path, channels, placed):
+    """The board top's ATX PLL instances are the transceiver plan's, lane for lane: each
+    lane's serial clock comes from the ATX PLL of its triplet, whatever the lane order."""
+    from optnet.emit.board import board_top_files
+
     board = (ROOT / "tests/fixtures/bad/boards/s10_triplet.yaml").read_text()
     board = board.replace("name: s10_triplet", "name: s10_sited")
     ports = board[board.index("ports:"):board.index("source:")]
-    board = board.replace(ports, """ports:
+    sites = ", ".join(f"{{site: GXB1C_CH{c}}}" for c in channels)
+    board = board.replace(ports, f"""ports:
   qsfp0:
     kind: serial
     connector: QSFP28
-    refclk: {freq: 644.53125MHz, site: REFCLK_GXBL1C_CHB}
-    lanes: [{site: GXB1C_CH0}, {site: GXB1C_CH1}, {site: GXB1C_CH3}, {site: GXB1C_CH4}]
-  qsfp1:
-    kind: serial
-    connector: QSFP28
-    refclk: {freq: 644.53125MHz, site: REFCLK_GXBL1D_CHB}
-    lanes: [{site: GXB1D_CH0}, {site: GXB1D_CH1}, {site: GXB1D_CH3}, {site: GXB1D_CH4}]
+    refclk: {{freq: 644.53125MHz, site: REFCLK_GXBL1C_CHB}}
+    lanes: [{sites}]
 """)
     (tmp_path / "boards").mkdir()
     (tmp_path / "boards" / "s10_sited.yaml").write_text(board)
@@ -515,5 +518,10 @@ def test_clock_plan_instantiates_the_planned_atx_plls(tmp_path):
     (tx,) = clock_plan(p, b).tx_plls
     assert tx.placement == p.ports[0].xcvr.tx_plls
     assert [(t.lanes, t.bank, t.triplet) for t in tx.placement] == [
-        ((0, 1), (1, 0), 0), ((2, 3), (1, 0), 1)]
+        (lanes, (1, 0), triplet) for lanes, triplet in placed]
     assert (tx.instances, tx.lanes_per_instance, tx.output_port) == (2, 2, "tx_serial_clk_gxt")
+    top = board_top_files(p, b)["rtl/a_top.v"]
+    serial = {lane: f"port1_atx_pll{k}_serial" for k, (lanes, _) in enumerate(placed)
+              for lane in lanes}
+    assert (f"assign net_port1_tx_serial_clk = {{ "
+            f"{', '.join(serial[lane] for lane in (3, 2, 1, 0))} }};") in top

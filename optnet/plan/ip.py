@@ -6,9 +6,12 @@ The link IP must come out with exactly the ports of the black box the RTL instan
 customisation from :func:`optnet.devices.linkip.ip_settings` (the protocol settings the
 adapter was written for) plus the link (lanes, line rate), the board (reference clock,
 transceiver sites) and the clocks, and fails on a setting it cannot translate rather than
-leaving it out. Parameter names are the tools' own, from the public sources cited next to
-each table below; names that could not be confirmed say so there and in the script. The
-scripts themselves are rendered by :mod:`optnet.emit.projects`.
+leaving it out. Where a site is, and what it numbers, is the device model's
+(:mod:`optnet.devices.transceivers`); which reference clock pad clocks a core, in which
+quad and input, and which PLLs drive a Stratix 10 link, the transceiver plan's
+(:mod:`optnet.plan.transceivers`). Parameter names are the tools' own, from the public
+sources cited next to each table below; names that could not be confirmed say so there and
+in the script. The scripts themselves are rendered by :mod:`optnet.emit.projects`.
 
 A value the board file does not give (a reference clock frequency, the init clock) becomes
 a variable of the script (``var`` parameters, :class:`IpParam`) that the script stops on
