@@ -731,3 +731,47 @@ def test_lane_without_site():
     with pytest.raises(ProjectError, match=r"Lane 0 of port 'sfp0' on board 'zc706' has no "
                                            r"transceiver site"):
         link_ips(p, board)
+
+
+def test_site_the_transceiver_model_does_not_locate():
+    # GTHE2 is a 7-series GT but not the ZC706's GTX: the model does not place it.
+    p, board = _example("plasticnet_ring4")
+    ports = dict(board.ports)
+    sfp = ports["sfp0"]
+    ports["sfp0"] = sfp.model_copy(update={
+        "lanes": [sfp.lanes[0].model_copy(update={"site": "GTHE2_CHANNEL_X0Y10"})]})
+    board = board.model_copy(update={"ports": ports})
+    with pytest.raises(ProjectError, match=r"uses transceiver site 'GTHE2_CHANNEL_X0Y10', "
+                                           r"which is not a 7-series GT channel site"):
+        link_ips(p, board)
+    board = board.model_copy(update={"transceivers": board.transceivers.model_copy(
+        update={"type": "GTZ"})})
+    with pytest.raises(ProjectError, match=r"has no transceiver model in "
+                                           r"optnet.devices.transceivers"):
+        link_ips(p, board)
+
+
+def test_link_ip_refclk_from_the_transceiver_plan(tmp_path):
+    """The Vivado IP's start quad and lane come from the device model and its reference
+    clock input from the plan's pad: MGTREFCLK0 when the board's buffer site says so, and a
+    slave names its master's pad."""
+    u280 = (ROOT / "boards" / "alveo_u280.yaml").read_text()
+    (tmp_path / "boards").mkdir()
+    (tmp_path / "boards" / "u280_ref0.yaml").write_text(
+        u280.replace("name: alveo_u280", "name: u280_ref0")
+        .replace("IBUFDS_GTE4_X0Y21", "IBUFDS_GTE4_X0Y20"))
+    path = tmp_path / "ring.yaml"
+    path.write_text("optnet: 1\nname: ring\ndefaults: {board: u280_ref0, link: {phy: "
+                    "aurora_64b66b, lanes: 2, line_rate: 25.78125Gbps}}\nnetwork: {clock: "
+                    "250MHz}\ntopology: {kind: ring, nodes: 4}\n")
+    result = lint_file(path)
+    assert result.ok, [str(d) for d in result.diagnostics]
+    p, board = plan(result.routed)[0], result.routed.cluster.nodes[0].board
+    pad = next(r for r in p.xcvr.refclks if r.group == (0, 10))
+    assert pad.input == 0
+    got = {ip.role: {x.name: x.value for x in ip.params} for ip in link_ips(p, board)}
+    assert sorted(got) == ["master", "slave"]
+    for cfg in got.values():
+        assert cfg["C_REFCLK_SOURCE"] == "MGTREFCLK0_of_Quad_X0Y10"
+        assert cfg["C_START_QUAD"] == "Quad_X0Y10"
+    assert {cfg["C_START_LANE"] for cfg in got.values()} == {"X0Y40", "X0Y42"}

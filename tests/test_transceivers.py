@@ -91,6 +91,26 @@ def test_stratix10_refclk_sites():
     assert gtx.refclk_at("REFCLK_GXBL1C_CHT") is None
 
 
+def test_positions_and_refclk_inputs():
+    """The model numbers channels up the column as their sites do (the link IP's lane grid
+    reads it) and tells which of a quad's two reference clock inputs a buffer site is."""
+    gtx = transceiver("virtex7", "GTX")
+    for site in ("GTXE2_CHANNEL_X1Y25", "GTXE2_CHANNEL_X0Y0", "GTXE2_CHANNEL_X1Y43"):
+        assert f"GTXE2_CHANNEL_X{gtx.locate(site).column}Y{gtx.position(gtx.locate(site))}" \
+            == site
+    assert (gtx.refclk_input("IBUFDS_GTE2_X1Y13"), gtx.refclk_input("IBUFDS_GTE2_X1Y12")) \
+        == (1, 0)
+    assert gtx.refclk_input("IBUFDS_GTE4_X0Y21") is None
+    gty = transceiver("ultrascale_plus", "GTY")
+    assert gty.refclk_input("IBUFDS_GTE4_X0Y21") == 1 and gty.position(Site(0, 10, 0)) == 40
+    tile = transceiver("virtex5", "GTP")
+    assert tile.position(tile.locate("GTP_DUAL_X0Y3_CH1")) == 7
+    assert tile.refclk_input("IBUFDS") is None
+    s10 = transceiver("stratix10", "H-tile")
+    assert (s10.refclk_input("REFCLK_GXBL1C_CHB"), s10.refclk_input("REFCLK_GXB1D_CHT")) \
+        == (0, 1)
+
+
 # ------------------------------------------------------------------------------ the plan
 
 
@@ -567,3 +587,83 @@ def test_generated_gxt_links_take_their_refclk_triplet(tmp_path):
     assert result.ok, [str(d) for d in result.diagnostics]
     ends = {(e.port, e.lanes) for link in result.routed.cluster.links for e in (link.a, link.b)}
     assert ends == {("qsfp0", (2, 3)), ("qsfp1", (0, 1))}
+
+
+def test_stratix10_atx_placement():
+    """The plan places a GXT link's ATX PLLs one to each triplet of its lanes, a GX link's
+    one in its first lane's bank, and without sites a GXT link's in pairs of lanes; the
+    two-per-bank rule (E335) counts these PLLs."""
+    from optnet.boards import load_library
+    from optnet.plan.transceivers import LinkPort, TxPllPlan, transceiver_plan
+
+    board = load_library([ROOT / "boards"]).boards["stratix10mx_optics"]
+    ports = dict(board.ports)
+    lanes = [lane.model_copy(update={"site": site}) for lane, site in zip(
+        ports["optical0"].lanes, ["GXB1C_CH0", "GXB1C_CH1", "GXB1C_CH3", "GXB1C_CH4"],
+        strict=True)]
+    ports["optical0"] = ports["optical0"].model_copy(update={"lanes": lanes})
+    b = board.model_copy(update={"ports": ports})
+
+    def run(*links, rate=25_000_000_000):
+        return transceiver_plan("n0", b, [LinkPort(k + 1, f"{bp}[{lanes}]", bp, lanes,
+                                                   "serial_lite_3", rate)
+                                          for k, (bp, lanes) in enumerate(links)])
+
+    plan_, found = run(("optical0", (0, 1, 2, 3)))
+    assert found == [] and plan_.ports[1].tx_plls == (
+        TxPllPlan("ATX", (0, 1), True, (1, 0), 0), TxPllPlan("ATX", (2, 3), True, (1, 0), 1))
+    plan_, found = run(("optical0", (1, 2)))
+    assert found == [] and [(t.lanes, t.triplet) for t in plan_.ports[1].tx_plls] == [
+        ((0,), 0), ((1,), 1)]
+    plan_, found = run(("optical0", (0, 1, 2, 3)), rate=10_312_500_000)
+    assert found == [] and plan_.ports[1].tx_plls == (
+        TxPllPlan("ATX", (0, 1, 2, 3), False, (1, 0), None),)
+    plan_, found = run(("optical2", (0, 1, 2)))
+    assert found == [] and plan_.ports[1].tx_plls == (
+        TxPllPlan("ATX", (0, 1), True), TxPllPlan("ATX", (2,), True))
+    # One lane in each triplet needs both of the bank's ATX PLLs: a third link is one too many.
+    _, found = run(("optical0", (0, 2)), ("optical0", (1,)))
+    assert [f.code for f in found] == ["E335"]
+    assert "needs 3 ATX PLLs in bank X1 #0" in found[0].message
+
+
+@pytest.mark.parametrize(("channels", "placed"), [
+    ((0, 1, 3, 4), [((0, 1), 0), ((2, 3), 1)]),
+    ((0, 3, 1, 4), [((0, 2), 0), ((1, 3), 1)]),
+])
+def test_board_top_instantiates_the_planned_atx_plls(tmp_path, channels, placed):
+    """The board top's ATX PLL instances are the transceiver plan's, lane for lane: each
+    lane's serial clock comes from the ATX PLL of its triplet, whatever the lane order."""
+    from optnet.emit.board import board_top_files
+
+    board = (ROOT / "tests/fixtures/bad/boards/s10_triplet.yaml").read_text()
+    board = board.replace("name: s10_triplet", "name: s10_sited")
+    ports = board[board.index("ports:"):board.index("source:")]
+    sites = ", ".join(f"{{site: GXB1C_CH{c}}}" for c in channels)
+    board = board.replace(ports, f"""ports:
+  qsfp0:
+    kind: serial
+    connector: QSFP28
+    refclk: {{freq: 644.53125MHz, site: REFCLK_GXBL1C_CHB}}
+    lanes: [{sites}]
+""")
+    (tmp_path / "boards").mkdir()
+    (tmp_path / "boards" / "s10_sited.yaml").write_text(board)
+    path = tmp_path / "pair.yaml"
+    path.write_text("optnet: 1\nname: pair\ndefaults: {board: s10_sited, link: {phy: "
+                    "serial_lite_3, line_rate: 25Gbps, lanes: 4}}\n"
+                    "nodes: [{name: a, id: 0}, {name: b, id: 1}]\n"
+                    "links: [{from: a.qsfp0, to: b.qsfp0}]\n")
+    result = lint_file(path)
+    assert result.ok, [str(d) for d in result.diagnostics]
+    p, b = plan(result.routed)[0], result.routed.cluster.nodes[0].board
+    (tx,) = clock_plan(p, b).tx_plls
+    assert tx.placement == p.ports[0].xcvr.tx_plls
+    assert [(t.lanes, t.bank, t.triplet) for t in tx.placement] == [
+        (lanes, (1, 0), triplet) for lanes, triplet in placed]
+    assert (tx.instances, tx.lanes_per_instance, tx.output_port) == (2, 2, "tx_serial_clk_gxt")
+    top = board_top_files(p, b)["rtl/a_top.v"]
+    serial = {lane: f"port1_atx_pll{k}_serial" for k, (lanes, _) in enumerate(placed)
+              for lane in lanes}
+    assert (f"assign net_port1_tx_serial_clk = {{ "
+            f"{', '.join(serial[lane] for lane in (3, 2, 1, 0))} }};") in top

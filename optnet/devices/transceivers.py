@@ -190,6 +190,29 @@ class Transceiver:
         at = self.refclk_at(site)
         return None if at is None else (at.column, at.group)
 
+    def refclk_input(self, site: str) -> int | None:
+        """Which of its group's :attr:`refclk_inputs` reference clock ``site`` is; None for
+        a site of another form.
+
+        Xilinx numbers the buffers up the column, :attr:`refclk_inputs` to a quad, so
+        ``IBUFDS_GTE2_X1Y13`` is ``MGTREFCLK1`` of quad 6 (UG476 and UG576/UG578,
+        "Reference Clock Selection and Distribution": MGTREFCLK0 and MGTREFCLK1 per quad).
+        A Stratix 10 pin is its triplet's (0 ``CHB``, 1 ``CHT``).
+        """
+        m = self.refclk_site.fullmatch(site) if self.refclk_site else None
+        if m is None:
+            return None
+        if m.groupdict().get("triplet"):
+            return "BT".index(m["triplet"])
+        return int(m["position"]) % self.refclk_inputs
+
+    def position(self, at: Site) -> int:
+        """The position of channel ``at`` up its column, the number its site gives it
+        (:meth:`locate` backwards: ``Site(1, 6, 1)`` is ``GTXE2_CHANNEL_X1Y25``, and
+        ``GTP_DUAL_X0Y3_CH1`` is position 7, the second GTP of the fourth tile); on
+        Stratix 10 the channel's number counted from channel 0 of bank C."""
+        return at.group * self.channels + at.channel
+
     def pll(self, name: str) -> Pll:
         """The PLL called ``name``."""
         return next(p for p in self.plls if p.name == name)
@@ -306,6 +329,10 @@ GXT_ABOVE = 17_400_000_000
 GXT_PER_BANK = 4
 GXT_CHANNELS = (0, 1, 3, 4)
 ATX_PER_BANK = 2
+#: GXT channels one ATX PLL clocks through its GXT clock output: the two GXT channels of its
+#: own triplet, 0 and 1 or 3 and 4 (UG-683621 3.1.1.2; the ATX PLL IP's "local" GXT path,
+#: ``enable_28G_local_atx_path``, as in CTSRD-CHERI/S10FPGA xcvr_atx_pll_s10_htile.ip).
+GXT_PER_ATX = 2
 
 #: Channels per Stratix 10 triplet (half a bank: one ATX PLL, one fPLL, one dedicated
 #: reference clock pin; UG-683621 ch. 3, AN 778 §1.1.3 "upper triplet", "bottom triplet").

@@ -281,21 +281,22 @@ class BoardTop(wiring.Component):
                 gclocks[name] = ClockSignal(dom)
             gt.append((first, tx_lock, tx_out_clk, gclocks, glocked))
 
-        # Intel transceiver PLLs: each instance clocks ``lanes_per_instance`` lanes.
+        # Intel transceiver PLLs: each instance clocks the lanes the transceiver plan gives it.
         tx_serial = {}
         for tx in cp.tx_plls:
-            serials, locks = [], []
-            for k in range(tx.instances):
+            lanes = len(next(p for p in plan.ports if p.port == tx.port).lanes)
+            serials, locks = [None] * lanes, []
+            for k, placed in enumerate(tx.placement):
                 inst = f"port{tx.port}_atx_pll{k}"
                 serial, lock = Signal(name=f"{inst}_serial"), Signal(name=f"{inst}_locked")
                 m.submodules[inst] = Instance(
                     tx.module, i_pll_refclk0=getattr(self, f"{tx.refclk_port}_p"),
                     o_pll_locked=lock, o_pll_cal_busy=Signal(name=f"{inst}_cal_busy_nc"),
                     **{f"o_{tx.output_port}": serial})
-                serials += [serial] * tx.lanes_per_instance
+                for lane in placed.lanes:
+                    serials[lane] = serial
                 locks.append(lock)
-            lanes = len(next(p for p in plan.ports if p.port == tx.port).lanes)
-            tx_serial[tx.port] = (Cat(*serials[:lanes]), Cat(*locks).all())
+            tx_serial[tx.port] = (Cat(*serials), Cat(*locks).all())
 
         # -- the network --------------------------------------------------------------------
         args: dict[str, object] = {}

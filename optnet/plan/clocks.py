@@ -57,9 +57,9 @@ from fractions import Fraction
 from optnet.devices.families import family
 from optnet.devices.linkip import sl3_user_clock
 from optnet.devices.plls import MHZ, PLL_LIMITS, PllLimits
-from optnet.devices.transceivers import GXT_ABOVE
 from optnet.plan import NodePlan, PortPlan
 from optnet.plan.ip import atx_pll_name
+from optnet.plan.transceivers import TxPllPlan
 from optnet.spec.models import BoardDesc
 
 __all__ = [
@@ -572,10 +572,11 @@ class TxPllSettings:
     The Quartus project script generates the module ``<ip_name>_atx_pll`` (one
     configuration per link IP: line rate and reference clock) with input ``pll_refclk0``
     and outputs ``output_port``, ``pll_locked`` and ``pll_cal_busy`` (Stratix 10 L-/H-Tile
-    Transceiver PHY User Guide 683621, ATX PLL IP). Above 17.4 Gb/s the lanes are GXT
-    channels, which an ATX PLL drives two at a time through its GXT clock output
-    (``tx_serial_clk_gxt``), so a port gets one instance per two lanes; below, one
-    instance drives every lane of the port (``tx_serial_clk``).
+    Transceiver PHY User Guide 683621, ATX PLL IP). The instances are the ATX PLLs the
+    transceiver plan placed for the port (:class:`~optnet.plan.transceivers.TxPllPlan`):
+    above 17.4 Gb/s the lanes are GXT channels, which an ATX PLL drives two at a time
+    through its GXT clock output (``tx_serial_clk_gxt``); below, one instance drives every
+    lane of the port (``tx_serial_clk``).
 
     Attributes
     ----------
@@ -584,6 +585,7 @@ class TxPllSettings:
         Router port.
     instances : int
     lanes_per_instance : int
+        The most lanes one instance clocks.
     output_port : str
     line_rate : int
         Bit/s per lane.
@@ -594,6 +596,10 @@ class TxPllSettings:
         give it.
     refclk_port : str
         Board top port (without ``_p``) of the reference clock.
+    placement : tuple of TxPllPlan
+        The transceiver plan's PLL of each instance, in instance order: the lanes it clocks
+        (indices into the port's lanes) and, where the board file gives sites, its bank and
+        triplet.
     """
 
     module: str
@@ -605,6 +611,7 @@ class TxPllSettings:
     output_hz: Fraction
     refclk_hz: Fraction | None
     refclk_port: str
+    placement: tuple[TxPllPlan, ...] = ()
 
 
 
@@ -819,14 +826,18 @@ def clock_plan(plan: NodePlan, board: BoardDesc) -> ClockPlan:
             if port.phy not in ("serial_lite_3", "interlaken"):
                 continue
             rc = board.ports[port.board_port].refclk
-            lanes = len(port.lanes)
-            gxt = port.line_rate > GXT_ABOVE
-            per = 2 if gxt else lanes
+            placed = port.xcvr.tx_plls if port.xcvr is not None else ()
+            if not placed or any(t.kind != "ATX" for t in placed):
+                raise PllError(
+                    f"The transceiver plan of node '{plan.node}' gives port {port.name} "
+                    f"({port.phy}) no ATX PLL placement (board '{board.name}' has no "
+                    f"transceiver model in optnet.devices.transceivers, or its line rate no "
+                    f"ATX PLL), so the board top cannot drive the core's tx_serial_clk.")
             tx_plls.append(TxPllSettings(
-                atx_pll_name(port), port.port, -(-lanes // per), per,
-                "tx_serial_clk_gxt" if gxt else "tx_serial_clk", port.line_rate,
+                atx_pll_name(port), port.port, len(placed), max(len(t.lanes) for t in placed),
+                "tx_serial_clk_gxt" if placed[0].gxt else "tx_serial_clk", port.line_rate,
                 Fraction(port.line_rate, 2), Fraction(rc.freq.value) if rc else None,
-                refclk_port_name(plan, board, port.board_port)))
+                refclk_port_name(plan, board, port.board_port), placed))
     return ClockPlan(
         plan.node, board.name, clock_name, ref_hz, pll, init_source, init_hz,
         lvds_clocks, sl3_clocks, tuple(gt_plls), gt_groups, iopll, tuple(tx_plls),

@@ -6,9 +6,12 @@ The link IP must come out with exactly the ports of the black box the RTL instan
 customisation from :func:`optnet.devices.linkip.ip_settings` (the protocol settings the
 adapter was written for) plus the link (lanes, line rate), the board (reference clock,
 transceiver sites) and the clocks, and fails on a setting it cannot translate rather than
-leaving it out. Parameter names are the tools' own, from the public sources cited next to
-each table below; names that could not be confirmed say so there and in the script. The
-scripts themselves are rendered by :mod:`optnet.emit.projects`.
+leaving it out. Where a site is, and what it numbers, is the device model's
+(:mod:`optnet.devices.transceivers`); which reference clock pad clocks a core, in which
+quad and input, and which PLLs drive a Stratix 10 link, the transceiver plan's
+(:mod:`optnet.plan.transceivers`). Parameter names are the tools' own, from the public
+sources cited next to each table below; names that could not be confirmed say so there and
+in the script. The scripts themselves are rendered by :mod:`optnet.emit.projects`.
 
 A value the board file does not give (a reference clock frequency, the init clock) becomes
 a variable of the script (``var`` parameters, :class:`IpParam`) that the script stops on
@@ -33,8 +36,14 @@ from optnet.devices.linkip import (
     sl3_user_clock,
     user_width_for,
 )
-from optnet.devices.transceivers import GXT_ABOVE, analog_voltage
+from optnet.devices.transceivers import (
+    Site,
+    Transceiver,
+    analog_voltage,
+    transceiver,
+)
 from optnet.plan import NodePlan, PortPlan
+from optnet.plan.transceivers import RefclkPlan
 from optnet.spec.models import BoardDesc
 
 __all__ = [
@@ -258,36 +267,43 @@ def _sites(plan: NodePlan, board: BoardDesc, port: PortPlan) -> list[str]:
     return sites
 
 
-_SITE_7S = re.compile(r"^(GT[XHP])E2_CHANNEL_X(\d+)Y(\d+)$")
-_SITE_USP = re.compile(r"^(GT[HY])E[34]_CHANNEL_X(\d+)Y(\d+)$")
-_SITE_V5 = re.compile(r"^GTP_DUAL_X(\d+)Y(\d+)_CH([01])$")
-_REFCLK_SITE = re.compile(r"^IBUFDS_GTE[234]_X(\d+)Y(\d+)$")
+#: How a message names the channel sites of each link IP family's transceivers.
+_SITE_FORM = {"7series": "7-series GT", "ultrascale_plus": "UltraScale+ GT",
+              "virtex5": "Virtex-5 GTP_DUAL"}
 
 
-def _parse_sites(pattern: re.Pattern, sites: list[str], what: str, plan: NodePlan,
-                 port: PortPlan) -> list[tuple[str, ...]]:
-    parsed = []
+def _locate(plan: NodePlan, board: BoardDesc, port: PortPlan,
+            family: str) -> tuple[Transceiver, list[str], list[Site]]:
+    """The board's transceiver model, and the site of each lane of ``port`` and where the
+    model puts it."""
+    sites = _sites(plan, board, port)
+    kind = board.transceivers.type if board.transceivers else None
+    gt = transceiver(board.family, kind)
+    if gt is None:
+        raise ProjectError(
+            f"Board '{board.name}' ({board.family}, transceivers {kind or 'none'}) has no "
+            f"transceiver model in optnet.devices.transceivers, so the vendor script of node "
+            f"'{plan.node}' cannot place the {port.phy} core of port {port.name}.")
+    located = []
     for site in sites:
-        m = pattern.fullmatch(site)
-        if m is None:
+        at = gt.locate(site)
+        if at is None:
             raise ProjectError(
                 f"Port {port.name} of node '{plan.node}' uses transceiver site '{site}', "
-                f"which is not a {what} channel site; the {port.phy} core cannot be placed.")
-        parsed.append(m.groups())
-    return parsed
+                f"which is not a {_SITE_FORM.get(family, gt.name)} channel site; the "
+                f"{port.phy} core cannot be placed.")
+        located.append(at)
+    return gt, sites, located
 
 
-def _refclk_quad(board: BoardDesc, port: PortPlan, column: int) -> tuple[int, int] | None:
-    """(quad, MGTREFCLK index) of the port's reference clock buffer when the board names
-    its site; 7-series and UltraScale have two buffers per quad, numbered up the column."""
-    desc = board.ports[port.board_port].refclk
-    if desc is None or not desc.site:
-        return None
-    m = _REFCLK_SITE.fullmatch(desc.site)
-    if m is None or int(m.group(1)) != column:
-        return None
-    y = int(m.group(2))
-    return y // 2, y % 2
+def _pad(plan: NodePlan, port: PortPlan, column: int) -> RefclkPlan | None:
+    """The reference clock pad the transceiver plan clocks ``port``'s core from (a slave's
+    is its master's), when the plan knows its group and it is in GT column ``column``."""
+    x = port.xcvr
+    pad = None if x is None else next(
+        (r for r in plan.xcvr.refclks if r.key == x.refclk), None)
+    return pad if pad is not None and pad.group is not None and pad.group[0] == column \
+        else None
 
 
 # Vivado IP names and CONFIG parameters. Sources:
@@ -354,17 +370,20 @@ def _xilinx_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan
     notes = [f"{lanes} lane{'s' if lanes > 1 else ''} at {_gbps(first.line_rate)} Gb/s, "
              f"{user_width_for(first.phy, lanes, family)}-bit user data as the RTL's black "
              f"box expects."]
-    sites = _sites(plan, board, first)
+    gt, sites, at = _locate(plan, board, first, family)
+    column = at[0].column
+    pad = _pad(plan, first, column)
+    # The plan's group for the pad: its buffer site's, else assumed (the quad of its board
+    # port's first lane); without one, the quad of the link's first lane.
+    ref_quad = pad.group[1] if pad is not None else at[0].group
+    sited = pad is not None and pad.input is not None
+    ys = [gt.position(a) for a in at]
     if family == "7series":
-        loc = _parse_sites(_SITE_7S, sites, "7-series GT", plan, first)
-        gt, column = loc[0][0], loc[0][1]
-        if any(c != column for _, c, _ in loc):
+        if any(a.column != column for a in at):
             raise ProjectError(f"The lanes of port {first.name} of node '{plan.node}' are in "
                                f"different GT columns; one Aurora core cannot span them.")
-        ys = [int(y) for _, _, y in loc]
-        quad = _refclk_quad(board, first, int(column))
-        ref_quad = quad[0] if quad else ys[0] // 4
-        params.append(IpParam("C_GT_CLOCK_1", f"{gt}Q{ref_quad}"))
+        kind = board.transceivers.type
+        params.append(IpParam("C_GT_CLOCK_1", f"{kind}Q{ref_quad}"))
         # The lane grid numbers GT positions from 1 at the bottom of the column (Y + 1);
         # lane k of the channel goes to the position of the link's k-th lane.
         for k, y in enumerate(ys, 1):
@@ -372,25 +391,21 @@ def _xilinx_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan
         if 0 not in ys:
             params.append(IpParam("C_GT_LOC_1", "X"))
         notes.append(f"Placed at {', '.join(sites)} (C_GT_LOC_<Y+1>, one GT column assumed); "
-                     f"reference clock {gt}Q{ref_quad}"
-                     + (" from the board's refclk site." if quad else
+                     f"reference clock {kind}Q{ref_quad}"
+                     + (" from the board's refclk site." if sited else
                         ", the quad of the first lane (the board file names no refclk site)."))
     else:
-        loc = _parse_sites(_SITE_USP, sites, "UltraScale+ GT", plan, first)
-        column = loc[0][1]
-        ys = [int(y) for _, _, y in loc]
-        if any(c != column for _, c, _ in loc) or ys != list(range(ys[0], ys[0] + lanes)):
+        if any(a.column != column for a in at) or ys != list(range(ys[0], ys[0] + lanes)):
             raise ProjectError(
                 f"The lanes of port {first.name} of node '{plan.node}' are not consecutive "
                 f"channels of one GT column ({', '.join(sites)}); the Aurora core places its "
                 f"lanes from a start lane upwards.")
-        quad = _refclk_quad(board, first, int(column))
-        ref_quad, ref_index = quad if quad else (ys[0] // 4, 0)
+        ref_index = pad.input if sited else 0
         of = " of " if first.phy == "aurora_8b10b" else "_of_"
         refclk_source = f"MGTREFCLK{ref_index}{of}Quad{of[-1]}X{column}Y{ref_quad}"
         params += [
-            IpParam("C_UCOLUMN_USED", "left" if column == "0" else "right"),
-            IpParam("C_START_QUAD", f"Quad_X{column}Y{ys[0] // 4}"),
+            IpParam("C_UCOLUMN_USED", "left" if column == 0 else "right"),
+            IpParam("C_START_QUAD", f"Quad_X{column}Y{at[0].group}"),
             IpParam("C_START_LANE", f"X{column}Y{ys[0]}"),
             IpParam("C_REFCLK_SOURCE", refclk_source),
             IpParam("CHANNEL_ENABLE", " ".join(f"X{column}Y{y}" for y in ys)),
@@ -399,7 +414,7 @@ def _xilinx_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan
         notes.append(f"Placed at {', '.join(sites)} from start lane X{column}Y{ys[0]}; "
                      f"C_UCOLUMN_USED from the column (X0 left, X1 right); reference clock "
                      f"{refclk_source}"
-                     + ("." if quad else " (assumed: the board file names no refclk site)."))
+                     + ("." if sited else " (assumed: the board file names no refclk site)."))
     if len(ports) > 1:
         notes.append(f"Shared by ports {', '.join(p.name for p in ports)}: the IP is placed "
                      f"for port {first.name}; the constraints file places the GT channels "
@@ -451,11 +466,10 @@ def _ise_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan]) 
         elif key == "c_refclk_frequency":
             params.append(IpParam(key, f"${refclk_var}", var=True))
         elif key == "c_gt_loc_<k>":
-            loc = _parse_sites(_SITE_V5, _sites(plan, board, first), "Virtex-5 GTP_DUAL",
-                               plan, first)
-            # Two GTPs per GTP_DUAL tile, numbered up the column: position 2 * tile + ch + 1
-            # (the v5.x lane grid, as c_gt_loc_1..48 in core_generation_info; unconfirmed).
-            positions = [2 * int(y) + int(ch) + 1 for _, y, ch in loc]
+            gt, _, at = _locate(plan, board, first, family)
+            # The GTPs numbered from 1 up the column, two per GTP_DUAL tile (the v5.x lane
+            # grid, as c_gt_loc_1..48 in core_generation_info; unconfirmed).
+            positions = [gt.position(a) + 1 for a in at]
             params += [IpParam(f"c_gt_loc_{p}", str(k)) for k, p in enumerate(positions, 1)]
             if 1 not in positions:
                 params.append(IpParam("c_gt_loc_1", "X"))
@@ -554,7 +568,7 @@ def _intel_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan]
             continue
         param, fixed = target
         params.append(IpParam(param, fixed.replace("{lanes}", str(lanes))))
-    gxt = first.line_rate > GXT_ABOVE
+    gxt = _gxt(first, plan.node)
     tile = (board.transceivers.type if board.transceivers else "H-tile").lower()
     voltage = analog_voltage(first.line_rate)
     if first.phy == "serial_lite_3":
@@ -586,6 +600,19 @@ def _intel_ip(plan: NodePlan, board: BoardDesc, name: str, ports: list[PortPlan]
                   tuple(ports), tuple(params), tuple(notes))
 
 
+def _gxt(port: PortPlan, node: str | None = None) -> bool:
+    """Whether the transceiver plan clocks ``port``'s lanes as GXT channels (from its ATX
+    PLLs' GXT clock outputs)."""
+    placed = port.xcvr.tx_plls if port.xcvr is not None else ()
+    if not placed:
+        of = f" of node '{node}'" if node else ""
+        raise ProjectError(
+            f"The transceiver plan gives port {port.name}{of} ({port.phy}) no transmit PLL "
+            f"(its board has no transceiver model in optnet.devices.transceivers, or no PLL "
+            f"makes its line rate), so its link IP and ATX PLL cannot be configured.")
+    return placed[0].gxt
+
+
 def atx_pll_name(port: PortPlan) -> str:
     """Module name of the ATX PLL the Quartus script generates for ``port``'s link IP:
     ``<ip_name>_atx_pll``, one configuration per link IP (its line rate and reference
@@ -595,8 +622,9 @@ def atx_pll_name(port: PortPlan) -> str:
 
 
 def atx_pll(ip: LinkIp) -> LinkIp:
-    """The ATX PLL IP for Intel link IP ``ip`` (same line rate and reference clock)."""
-    gxt = ip.line_rate > GXT_ABOVE
+    """The ATX PLL IP for Intel link IP ``ip`` (same line rate and reference clock), with
+    the output buffer the transceiver plan chose (:class:`~optnet.plan.transceivers.TxPllPlan`)."""
+    gxt = _gxt(ip.ports[0])
     params = (
         IpParam("prot_mode", "Basic"),
         IpParam("bw_sel", "high"),

@@ -26,6 +26,10 @@ E334
 E335
     A Stratix 10 bank needs more GXT channels or ATX PLLs than it has, or GXT channels take
     their reference clock outside the triplet of their master ATX PLL.
+
+On Stratix 10 the plan also places each link's transmit PLLs (:class:`TxPllPlan`): the ATX
+PLL count of E335, the reference clock triplet of E335 and the ATX PLL IP the board top
+instantiates (:func:`optnet.plan.clocks.clock_plan`) all read this one placement.
 W301
     A Virtex-5 GTP_DUAL tile is shared with a core of more than one lane, which instantiates
     its tiles whole: the ISE project needs the pair merged by hand. (Two one-lane cores share
@@ -45,6 +49,7 @@ from optnet.devices.transceivers import (
     ATX_PER_BANK,
     GXT_ABOVE,
     GXT_CHANNELS,
+    GXT_PER_ATX,
     GXT_PER_BANK,
     Transceiver,
     bank_name,
@@ -55,7 +60,8 @@ from optnet.devices.transceivers import (
 from optnet.diagnostics import Finding
 from optnet.spec.models import BoardDesc
 
-__all__ = ["GroupPlan", "LinkPort", "PortXcvr", "RefclkPlan", "XcvrPlan", "transceiver_plan"]
+__all__ = ["GroupPlan", "LinkPort", "PortXcvr", "RefclkPlan", "TxPllPlan", "XcvrPlan",
+           "transceiver_plan"]
 
 
 
@@ -106,6 +112,10 @@ class RefclkPlan:
         Router port of the core that buffers it.
     ports : tuple of int
         Router ports clocked from it.
+    input : int or None
+        Which of its group's reference clock inputs it is (``MGTREFCLK0``, ``1``), from its
+        buffer site; None when the board file gives no site of the transceiver's form (the
+        group is then assumed).
     """
 
     key: str
@@ -113,6 +123,7 @@ class RefclkPlan:
     group: tuple[int, int] | None
     owner: int
     ports: tuple[int, ...]
+    input: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +158,39 @@ class GroupPlan:
 
 
 @dataclass(frozen=True)
+class TxPllPlan:
+    """One transmit PLL of a Stratix 10 link port, and where it sits.
+
+    A GXT lane (above :data:`~optnet.devices.transceivers.GXT_ABOVE`) is clocked by the ATX
+    PLL of its own triplet through that PLL's GXT clock output, two lanes to a PLL
+    (:data:`~optnet.devices.transceivers.GXT_PER_ATX`); without channel sites the port's
+    lanes are taken in pairs, in lane order. GX lanes share one PLL, which reaches them
+    through the bank's clock network.
+
+    Attributes
+    ----------
+    kind : str
+        The PLL (``ATX``).
+    lanes : tuple of int
+        The lanes it clocks, as indices into the link's lanes (0 its first).
+    gxt : bool
+        It drives GXT channels (through ``tx_serial_clk_gxt``).
+    bank : tuple of (int, int) or None
+        (column, group) of the bank it sits in: its lanes' (a GX PLL's, its first lane's);
+        None when the board file gives no channel sites.
+    triplet : int or None
+        The triplet it sits in (0 the bottom, 1 the top): a GXT PLL's lanes'; None without
+        sites, and for a GX PLL, which either ATX PLL of its bank can be.
+    """
+
+    kind: str
+    lanes: tuple[int, ...]
+    gxt: bool
+    bank: tuple[int, int] | None = None
+    triplet: int | None = None
+
+
+@dataclass(frozen=True)
 class PortXcvr:
     """The transceiver plan of one link port.
 
@@ -176,6 +220,9 @@ class PortXcvr:
         Virtex-5, a one-lane core: the GTP_DUAL channel (0, 1) of its lane; optnet wraps the
         tile itself (:data:`optnet.devices.linkip.V5_TILE_MODULES`), which a ``master``
         shares with the lane logic of a ``slave`` on the other channel. None otherwise.
+    tx_plls : tuple of TxPllPlan
+        Stratix 10: its transmit PLLs, in the order the board top instantiates them; empty
+        elsewhere.
     """
 
     role: str
@@ -186,6 +233,7 @@ class PortXcvr:
     quad: int = 1
     qpll: bool = False
     channel: int | None = None
+    tx_plls: tuple[TxPllPlan, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -267,17 +315,17 @@ class _Planner:
             out.append((at.column, at.group))
         return tuple(out)
 
-    def pad_group(self, port: LinkPort) -> tuple[int, int] | None:
-        """Where ``port``'s reference clock pad is: its buffer site, else (assumed) the
-        group of its board port's first lane."""
+    def pad_group(self, port: LinkPort) -> tuple[tuple[int, int] | None, int | None]:
+        """Where ``port``'s reference clock pad is: its group and input from its buffer
+        site, else (assumed) the group of its board port's first lane and no input."""
         rc = self.board.ports[port.board_port].refclk
         if rc is not None and rc.site:
             at = self.gt.locate_refclk(rc.site)
             if at is not None:
-                return at
+                return at, self.gt.refclk_input(rc.site)
         first = self.board.ports[port.board_port].lanes[0].site
         at = self.gt.locate(first) if first else None
-        return None if at is None else (at.column, at.group)
+        return (None if at is None else (at.column, at.group)), None
 
     def pll_names(self, port: LinkPort) -> tuple[str, ...]:
         """The PLLs ``port``'s core may use on this transceiver, preferred first."""
@@ -477,7 +525,7 @@ class _Planner:
                         f"clock from the same pad ({key}); each core with shared logic "
                         f"buffers its own ({gt.refclk_buffer}), and a pad has one buffer.",
                         gt.source, hint="Put links that share a reference clock in one quad.")
-            pad = self.pad_group(owner)
+            pad, pad_input = self.pad_group(owner)
             if pad is None:
                 self.notes.append(f"The {gt.group} of reference clock {key} is not known; "
                                   f"its reach is not checked.")
@@ -500,13 +548,14 @@ class _Planner:
                                 f"same column.", gt.source,
                                 hint="Use a reference clock of a nearer quad.")
             out.append(RefclkPlan(key, _refclk_hz(board, owner), pad, owner.port,
-                                  tuple(users)))
+                                  tuple(users), pad_input))
         return tuple(out)
 
     def plan_banks(self, where, pll) -> tuple[XcvrPlan, list[Finding]]:
         """Stratix 10: GXT channels only on the GXT-capable channels of a bank, at most
-        four per bank, their ATX PLLs (a board port stands for one bank where the board
-        file gives no sites), and their reference clock in the master ATX PLL's triplet."""
+        four per bank, the transmit PLLs of each link placed (:meth:`place_tx_plls`) at most
+        two ATX PLLs to a bank (a board port stands for one bank where the board file gives
+        no sites), and GXT reference clocks in the triplet of their master ATX PLL."""
         gt, board = self.gt, self.board
         banks: dict[object, list[tuple[LinkPort, int | None]]] = {}
         for p in self.ports:
@@ -528,13 +577,17 @@ class _Planner:
             self.notes.append(
                 f"Without channel sites, each board port of '{board.name}' is taken to be "
                 f"wired to one {gt.group} for the GXT and ATX PLL counts.")
+        tx = {p.port: self.place_tx_plls(p, where, pll) for p in self.ports}
+        atx: dict[object, list[LinkPort]] = {}
+        for p in self.ports:
+            for t in tx[p.port]:
+                if t.kind == "ATX":
+                    atx.setdefault(t.bank or ("port", p.board_port), []).append(p)
         for bank, lanes in banks.items():
             ports = list(dict.fromkeys(p for p, _ in lanes))
             channels = sum(1 for p, _ in lanes if p.line_rate > GXT_ABOVE)
             gxt = [p for p in ports if p.line_rate > GXT_ABOVE]
-            here = {p.port: sum(1 for q, _ in lanes if q is p) for p in ports}
-            atx = sum(-(-here[p.port] // 2) if p.line_rate > GXT_ABOVE else 1
-                      for p in ports if pll[p.port] == "ATX")
+            plls = atx.get(bank, [])
             what = (f"the {gt.group} of board port '{bank[1]}'" if bank[0] == "port"
                     else f"{gt.group} {_group(bank)}")
             if channels > GXT_PER_BANK:
@@ -542,14 +595,15 @@ class _Planner:
                     "E335", gxt[-1], f"Node '{self.node}' runs {channels} GXT channels in "
                     f"{what}, which has {GXT_PER_BANK}.", "AN 778 Stratix 10 transceiver "
                     "usage: GXT channels per bank", hint="Spread GXT links over banks.")
-            elif atx > ATX_PER_BANK:
+            elif len(plls) > ATX_PER_BANK:
                 self.finding(
-                    "E335", ports[-1], f"Node '{self.node}' needs {atx} ATX PLLs in {what} "
-                    f"(one per two GXT channels), which has {ATX_PER_BANK}.",
+                    "E335", plls[-1], f"Node '{self.node}' needs {len(plls)} ATX PLLs in "
+                    f"{what} (one per two GXT channels), which has {ATX_PER_BANK}.",
                     "UG-683621 ATX PLL: two per bank", hint="Spread GXT links over banks.")
-        self.check_gxt_refclk(where, pll)
+        self.check_gxt_refclk(where, tx)
         out = {p.port: PortXcvr("single", None, pll[p.port] or "", where[p.port],
-                                _refclk_key(board, p)) for p in self.ports}
+                                _refclk_key(board, p), tx_plls=tx[p.port])
+               for p in self.ports}
         pads: dict[str, list[int]] = {}
         for p in self.ports:
             pads.setdefault(_refclk_key(board, p), []).append(p.port)
@@ -558,32 +612,54 @@ class _Planner:
             for k, v in pads.items())
         return XcvrPlan(gt.name, out, (), refclks, tuple(self.notes)), self.findings
 
-    def check_gxt_refclk(self, where, pll) -> None:
+    def place_tx_plls(self, p: LinkPort, where, pll) -> tuple[TxPllPlan, ...]:
+        """Stratix 10: the transmit PLLs of link port ``p`` and where they sit
+        (:class:`TxPllPlan`); none when no PLL makes its rate (E332)."""
+        kind = pll[p.port]
+        if not kind:
+            return ()
+        desc = self.board.ports[p.board_port]
+        sites = [self.gt.locate(desc.lanes[lane].site) for lane in p.lanes] \
+            if where[p.port] else []
+        if kind != "ATX" or p.line_rate <= GXT_ABOVE:
+            first = (sites[0].column, sites[0].group) if sites else None
+            return (TxPllPlan(kind, tuple(range(len(p.lanes))), False, first),)
+        if not sites:
+            return tuple(TxPllPlan(kind, tuple(range(k, min(k + GXT_PER_ATX, len(p.lanes)))),
+                                   True) for k in range(0, len(p.lanes), GXT_PER_ATX))
+        # A triplet has GXT_PER_ATX GXT channels, so its ATX PLL clocks all of the link's
+        # lanes there (a lane on a GX-only channel is E335 already, not a third PLL).
+        by_triplet: dict[tuple[int, int, int], list[int]] = {}
+        for k, at in enumerate(sites):
+            by_triplet.setdefault((at.column, at.group, triplet_of(at.channel)), []).append(k)
+        return tuple(TxPllPlan(kind, tuple(lanes), True, (c, g), t)
+                     for (c, g, t), lanes in by_triplet.items())
+
+    def check_gxt_refclk(self, where, tx) -> None:
         """Stratix 10: the reference clock of GXT channels sits in the triplet of their
         master ATX PLL (UG-683621 3.1.1.2).
 
-        A GXT link here is clocked the way the ATX count of :meth:`plan_banks` assumes: one
-        transmit ATX PLL per two channels, adjacent to them (no GXT clock buffer ATX), so its
-        master ATX PLL is in a triplet that holds some of its lanes. The reference clock pin
-        must then be in one of those triplets; for lanes in both triplets of a bank either
-        ATX PLL can be the master, so either triplet's pin serves. This is also the pin AN 778
-        §2.1.4 recommends for GXT jitter (a dedicated one in the same bank).
+        The master is one of the link's transmit ATX PLLs as :meth:`place_tx_plls` placed
+        them, one in each triplet that holds its lanes (no GXT clock buffer ATX), so the
+        reference clock pin must be in one of those triplets; for lanes in both triplets of
+        a bank either ATX PLL can be the master, so either triplet's pin serves. This is also
+        the pin AN 778 §2.1.4 recommends for GXT jitter (a dedicated one in the same bank).
         """
         gt, board = self.gt, self.board
         unchecked = []
         for p in self.ports:
-            if p.line_rate <= GXT_ABOVE or pll[p.port] != "ATX":
+            gxt = [t for t in tx[p.port] if t.gxt and t.kind == "ATX"]
+            if not gxt:
                 continue
             desc = board.ports[p.board_port]
             pad = gt.refclk_at(desc.refclk.site) if desc.refclk and desc.refclk.site else None
             if not where[p.port] or pad is None or pad.triplet is None:
                 unchecked.append(p.name)
                 continue
-            sites = [desc.lanes[lane].site for lane in p.lanes]
             held: dict[tuple[int, int, int], list[str]] = {}
-            for site in sites:
-                at = gt.locate(site)
-                held.setdefault((at.column, at.group, triplet_of(at.channel)), []).append(site)
+            for t in gxt:
+                held.setdefault((*t.bank, t.triplet), []).extend(
+                    desc.lanes[p.lanes[k]].site for k in t.lanes)
             if (pad.column, pad.group, pad.triplet) in held:
                 continue
             lanes = " and ".join(
