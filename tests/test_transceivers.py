@@ -473,6 +473,19 @@ def test_u280_vivado_script_under_mocks(tmp_path):
         assert Fraction(cfg["C_REFCLK_FREQUENCY"]) == Fraction("161.1328125")
     drives = {t.pins[0]: t.level for t in top_ports(p, board) if t.kind == "drive"}
     assert drives == {"G32": 1, "H32": 0}
+    # ... and the board top does hold them there, on ports the XDC puts on those pins.
+    from optnet.emit.board import board_top_files, top_module
+    from optnet.emit.constraints import constraint_files
+
+    verilog = board_top_files(p, board)[f"rtl/{top_module(p)}.v"]
+    xdc = constraint_files(p, board)[f"constraints/{p.node}.xdc"]
+    for t in top_ports(p, board):
+        if t.kind != "drive":
+            continue
+        assert re.search(rf"^\s*output {t.name};", verilog, re.M), t.name
+        assert re.search(rf"^\s*assign {t.name} = 1'h{t.level};", verilog, re.M), t.name
+        assert re.search(rf"PACKAGE_PIN {t.pins[0]} [^}}]*\}} \[get_ports \{{?{t.name}\}}?\]",
+                         xdc), t.name
 
 
 def test_stratix10_gxt_channels_and_banks():
