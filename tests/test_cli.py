@@ -177,3 +177,17 @@ def test_examples_and_init(run, tmp_path, monkeypatch):
     unknown = run("init", "mine.yaml", "--from", "ulx3s")
     assert unknown.exit_code == 2 and "no example called 'ulx3s'" in unknown.stderr
     assert not (tmp_path / "mine.yaml").exists()
+
+
+def test_python_m_optnet_without_a_dependency_says_what_to_install():
+    """``python -m optnet`` from an interpreter lacking a dependency: a sentence, exit 2."""
+    import subprocess
+    import sys
+
+    code = ("import runpy, sys; sys.modules['rich'] = None; sys.argv = ['optnet', 'lint']; "
+            "runpy.run_module('optnet', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "the package 'rich' optnet needs is not installed" in proc.stderr
