@@ -751,21 +751,29 @@ def test_site_the_transceiver_model_does_not_locate():
         link_ips(p, board)
 
 
+def lint_on_board(tmp_path: Path, name: str, board: str, link: str, nodes: int):
+    """Lint a ring of ``nodes`` on board file text ``board`` (called ``name``, in
+    ``tmp_path/boards``) with default link ``link`` (flow YAML, closed by the caller's
+    text); the result must be clean."""
+    (tmp_path / "boards").mkdir()
+    (tmp_path / "boards" / f"{name}.yaml").write_text(board)
+    path = tmp_path / "ring.yaml"
+    path.write_text(f"optnet: 1\nname: ring\ndefaults: {{board: {name}, link: {link}}}\n"
+                    f"topology: {{kind: ring, nodes: {nodes}}}\n")
+    result = lint_file(path)
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return result
+
+
 def test_link_ip_refclk_from_the_transceiver_plan(tmp_path):
     """The Vivado IP's start quad and lane come from the device model and its reference
     clock input from the plan's pad: MGTREFCLK0 when the board's buffer site says so, and a
     slave names its master's pad."""
     u280 = (ROOT / "boards" / "alveo_u280.yaml").read_text()
-    (tmp_path / "boards").mkdir()
-    (tmp_path / "boards" / "u280_ref0.yaml").write_text(
-        u280.replace("name: alveo_u280", "name: u280_ref0")
-        .replace("IBUFDS_GTE4_X0Y21", "IBUFDS_GTE4_X0Y20"))
-    path = tmp_path / "ring.yaml"
-    path.write_text("optnet: 1\nname: ring\ndefaults: {board: u280_ref0, link: {phy: "
-                    "aurora_64b66b, lanes: 2, line_rate: 25.78125Gbps}}\nnetwork: {clock: "
-                    "250MHz}\ntopology: {kind: ring, nodes: 4}\n")
-    result = lint_file(path)
-    assert result.ok, [str(d) for d in result.diagnostics]
+    result = lint_on_board(tmp_path, "u280_ref0", u280.replace(
+        "name: alveo_u280", "name: u280_ref0").replace("IBUFDS_GTE4_X0Y21", "IBUFDS_GTE4_X0Y20"),
+        "{phy: aurora_64b66b, lanes: 2, line_rate: 25.78125Gbps}}\nnetwork: {clock: 250MHz",
+        4)
     p, board = plan(result.routed)[0], result.routed.cluster.nodes[0].board
     pad = next(r for r in p.xcvr.refclks if r.group == (0, 10))
     assert pad.input == 0

@@ -28,7 +28,7 @@ from optnet.plan.pins import top_ports
 
 from .conftest import ROOT, linted, linted_example
 from .test_cdc import node_netlist
-from .test_emit_projects import _node, _ok, _qsys, _run, _vivado_config, node_folder
+from .test_emit_projects import _node, _ok, _qsys, _run, _vivado_config, lint_on_board, node_folder
 
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
 
@@ -590,14 +590,8 @@ def test_generated_gxt_links_take_their_refclk_triplet(tmp_path):
     refclk: {freq: 644.53125MHz, site: REFCLK_GXBL1D_CHB}
     lanes: [{site: GXB1D_CH0}, {site: GXB1D_CH1}, {site: GXB1D_CH3}, {site: GXB1D_CH4}]
 """)
-    (tmp_path / "boards").mkdir()
-    (tmp_path / "boards" / "s10_two.yaml").write_text(board)
-    path = tmp_path / "ring.yaml"
-    path.write_text("optnet: 1\nname: ring\ndefaults: {board: s10_two, link: {phy: "
-                    "serial_lite_3, line_rate: 25Gbps, lanes: 2}}\n"
-                    "topology: {kind: ring, nodes: 3}\n")
-    result = lint_file(path)
-    assert result.ok, [str(d) for d in result.diagnostics]
+    result = lint_on_board(tmp_path, "s10_two", board,
+                           "{phy: serial_lite_3, line_rate: 25Gbps, lanes: 2}", 3)
     ends = {(e.port, e.lanes) for link in result.routed.cluster.links for e in (link.a, link.b)}
     assert ends == {("qsfp0", (2, 3)), ("qsfp1", (0, 1))}
 
