@@ -9,8 +9,8 @@ import pytest
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
-from optnet.hw.router import Router
-from optnet.plan.configs import FlitFormat, RouterConfig
+from optnet.hw.router import Router, route_table
+from optnet.plan.configs import FlitFormat, RouterConfig, table_layout
 
 FMT = FlitFormat(width=32, vcs=2, id_bits=3)
 PORTS = 4
@@ -231,6 +231,32 @@ def test_heads_racing_for_one_output_vc(allocator, block_buffers):
     _check_against_reference(ports, *run_router(
         allocator, 11, count=50, ready_p=0.6, send_p=1.0, block_buffers=block_buffers,
         ports=ports, table=_hotspot_table(ports)))
+
+
+def _one_branch_table(ports=PORTS):
+    """Unicasts leave on port 2, VC 1; every group on ports 2 and 3 with VC 1 on port 2 and
+    VC 0 on the others: a group's packet arriving on port 3 has one branch (port 2, VC 1),
+    while the entry's port-0 field says VC 0."""
+    pb = (ports - 1).bit_length()
+    uni = tuple(1 << (pb + 1) | 1 << pb | 2 if d < 6 else 0 for d in range(8))
+    multi = tuple([0b0100 << ports | 0b1100] * 8)
+    ref = {"uni": {d: {2: 1} for d in range(6)}, "multi": {g: {2: 1, 3: 0} for g in range(8)}}
+    return uni, multi, ref
+
+
+def test_a_group_left_with_one_branch_keeps_heads_off_its_vc():
+    """A group entry left with one branch (the other is the link the packet came in on) is
+    allocated as a unicast one, whose VC the allocator reads from port 0's field. Its table
+    word must carry the branch's VC there, or its head guards the wrong output VC and a
+    unicast head takes the VC it holds (seed 7 sent a head inside that packet)."""
+    uni, multi, _ = _one_branch_table()
+    cfg = RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, multi)
+    layout = table_layout(cfg)
+    entry = layout.from_bits(route_table(cfg, 3)[8])    # group 0 entering on port 3
+    assert (entry.multi, entry.route.mask, entry.route.vcs) == (0, 0b0100, 0b1111)
+    assert layout.from_bits(route_table(cfg, 1)[8]).route.vcs == 0b0100    # two branches
+    _check_against_reference(PORTS, *run_router(
+        "round_robin", 7, count=50, ready_p=0.6, send_p=1.0, table=_one_branch_table()))
 
 
 def test_no_flit_without_credit():

@@ -1091,7 +1091,14 @@ def route_table(cfg: RouterConfig, port: int) -> list[int]:
         out, vc = word & ((1 << pb) - 1), word >> pb & ((1 << vb) - 1)
         valid = word >> (pb + vb) & 1 and out < P
         routes.append((1 << out if valid else 0, vc * every_port))
-    routes += [(word & ((1 << P) - 1), word >> P) for word in cfg.multicast]
+    for word in cfg.multicast:
+        mask = word & keep
+        # An entry left with one branch is read as a unicast one, whose VC the allocator
+        # takes from port 0's field (the same on every port): it gets its branch's VC on
+        # every port, or its head would keep other heads off the wrong output VC.
+        vcs = (word >> P >> (mask.bit_length() - 1) * vb & ((1 << vb) - 1)) * every_port \
+            if mask.bit_count() == 1 else word >> P
+        routes.append((word & ((1 << P) - 1), vcs))
     words = [((mask & keep).bit_count() > 1) << multi_at | (mask & keep) << mask_at
              | vcs << vcs_at for mask, vcs in routes]
     if cfg.block_tables:
