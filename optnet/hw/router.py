@@ -22,9 +22,10 @@ the state. Stage A cannot know what stage B decides in the same cycle, so the ne
 one of three, chosen by stage B's outcome at the clock edge: the same bid again if the
 input's flit was not sent (withdrawn if it was sent on some branches of a multicast only,
 or is a unicast head's, below); if the flit was sent and the next one of its packet is
-there, the packet's outputs again (only the packet that holds an output VC spends its
-credits, so stage A knows they have a credit even if one is spent now); else a new
-round-robin choice among the input's other VCs. A VC so keeps its input while its packet
+there, the packet's outputs that will still have a credit even if one is spent now (only
+the packet that holds an output VC spends its credits; if none has, the input makes no bid
+for a cycle and then chooses again); else a new round-robin choice among the input's
+other VCs. A VC so keeps its input while its packet
 streams, one flit a cycle, and the input's other VCs take their turn at its end or when it
 stops. A VC whose next packet is behind the one that ends waits a cycle: the new head's
 route is read when it reaches the front.
@@ -154,9 +155,9 @@ class Router(wiring.Component):
     @staticmethod
     def input_buffer(config: RouterConfig) -> InputBuffer:
         """The input buffer of every port of a router of ``config``."""
-        several = _several if config.multicasts else (lambda mask: Const(0, 1))
+        derived = {} if config.multicasts else {"multi": lambda c: Const(0, 1)}
         return InputBuffer(config.fmt.flit, _control_layout(config), config.fmt.vcs,
-                           config.depth, derived={"multi": lambda c: several(c.route.mask)},
+                           config.depth, derived=derived,
                            block=config.block_buffers, local=_ored_local(config),
                            sync_read=_held(config))
 
@@ -263,17 +264,12 @@ class Router(wiring.Component):
         # A one-flit packet's head takes no VC, so it may spend a credit of an idle VC that
         # another head bids for; a head bidding now on the same VC may: then the bid needs
         # a credit after one is spent (``ahead[1]``). Only such heads spend on an idle VC.
-        # Where an output VC has two credits or more, any bid for the output stands in for
-        # a one-flit head's (cheaper: one OR per output, not per output VC): a head then
-        # waits only when the VC is down to its last credit while the output is bid for.
-        # (with multicast, ``single_bids`` is needed anyway, and the per-output OR on top
-        # of it costs more than it saves)
-        if cfg.allocator == "round_robin" and not cfg.multicasts:
-            spenders = [_any_of([bid[p][q] for p in range(P)]).replicate(V)
-                        if cfg.credits[q] > 1 else single_bids[q] for q in range(P)]
-        else:
-            spenders = single_bids
-        ahead_head = [_named(m, Cat(Mux(spenders[q][w], ahead[1][w][q], ahead[0][w][q])
+        # Where an output VC has two credits or more, a head always counts on one being
+        # spent (no test of the other bids on the allocation's slowest path): it then waits
+        # a cycle only when the VC is down to its last credit. On ports of one credit the
+        # exact test stays.
+        ahead_head = [_named(m, Cat(ahead[1][w][q] if cfg.credits[q] > 1 else
+                                    Mux(single_bids[q][w], ahead[1][w][q], ahead[0][w][q])
                                     for q in range(P)), f"ahead_head{w}") for w in range(V)]
         if head_bids is not None:
             occupied = [_named(m, busy[q] | head_bids[q], f"occupied{q}") for q in range(P)]
@@ -324,23 +320,32 @@ class Router(wiring.Component):
                                   InputBuffer.signature_of(f.flit, ctrl, V, _ored_local(cfg)),
                                   {"sync": "sync"})
             bufs.append(buf)
+            # Every flit of a packet is written with its head's route (``carried``, per VC), so
+            # that the front of a queue always shows its packet's route and no copy of it is
+            # kept at the front when the head leaves.
             # (without multicast, only the first port's VC is kept: see _control_layout)
-            m.d.comb += [buf.w_ctrl.route.mask.eq(lookup.route.mask),
-                         buf.w_ctrl.route.vcs.eq(lookup.route.vcs[:len(buf.w_ctrl.route.vcs)])]
+            route = buf.w_ctrl.route
+            entry = Cat(lookup.route.mask, lookup.route.vcs[:len(route.vcs)])
+            carried = [Signal(len(entry), name=f"carried{p}_{v}") for v in range(V)]
+            for v in range(V):
+                with m.If(flit_valid & flit.head & (flit.vc == v)):
+                    m.d.sync += carried[v].eq(entry)
+            m.d.comb += route.eq(Mux(flit.head, entry, _one_hot_or(
+                [(flit.vc == v, carried[v]) for v in range(V)])))
             m.d.comb += [
                 buf.w_flit.eq(flit),
-                buf.w_ctrl.head.eq(flit.head), buf.w_ctrl.tail.eq(flit.tail),
+                buf.w_ctrl.multi.eq(lookup.multi), buf.w_ctrl.tail.eq(flit.tail),
                 buf.w_en.eq(flit_valid),
             ]
             if levels > 1:
                 m.d.comb += buf.w_ctrl.prio.eq(header.prio)
             for v in range(V):
                 fr = buf.front[v]
-                st = _VcState(f, P, len(fr.route.vcs), name=f"{p}_{v}")
+                st = _VcState(f, P, name=f"{p}_{v}")
                 fronts[p, v], valid[p, v], states[p, v] = fr, buf.valid[v], st
                 prios[p, v] = _named(m, Mux(st.active, st.prio, fr.prio), f"prio{p}_{v}") \
                     if levels > 1 else 0
-                cur = _named(m, Mux(st.active, st.vcs, fr.route.vcs), f"cur_vcs{p}_{v}")
+                cur = fr.route.vcs
                 # (without multicast, one VC for every port)
                 cur_vcs[p, v] = cur if cfg.multicasts else cur.replicate(P)
 
@@ -384,14 +389,15 @@ class Router(wiring.Component):
         for p, v in requesters:
             fr, st = fronts[p, v], states[p, v]
             uni_head = uni_heads[p, v] = _named(
-                m, valid[p, v] & fr.head & ~st.active & ~fr.multi, f"uni_head{p}_{v}")
+                m, valid[p, v] & ~st.active & ~fr.multi, f"uni_head{p}_{v}")
             # no U-turns: a link input never bids for its own output
             others = Const(((1 << P) - 1) ^ (1 << p if p else 0), P)
             want[p, v] = _named(m, others & (
-                Mux(st.active & valid[p, v], st.mask & ~st.sent & per_vc((p, v), ahead[0]), 0)
+                Mux(st.active & valid[p, v], fr.route.mask & ~st.sent & per_vc((p, v), ahead[0]),
+                    0)
                 | Mux(uni_head, fr.route.mask & per_vc((p, v), head_go), 0)), f"want{p}_{v}")
             if cfg.allocator == "islip":
-                cur_mask = Mux(st.active, st.mask, fr.route.mask)
+                cur_mask = fr.route.mask
                 follows = bufs[p].more[v] & ~fr.tail & (st.active | uni_head)
                 then[p, v] = _named(m, Mux(follows, others & cur_mask
                                            & per_vc((p, v), ahead[1]), 0), f"then{p}_{v}")
@@ -420,7 +426,7 @@ class Router(wiring.Component):
         chosen_all = Cat(chosen[p][v] for p, v in requesters)
         # Head and tail of the flit each input sends (if any), chosen once per input and
         # shared by every output, rather than picked from all input VCs per output.
-        heads = _named(m, Cat(_any_of([chosen[p][v] & fronts[p, v].head for v in range(V)])
+        heads = _named(m, Cat(_any_of([chosen[p][v] & ~states[p, v].active for v in range(V)])
                               for p in range(P)), "chosen_head")
         tails = _named(m, Cat(_any_of([chosen[p][v] & fronts[p, v].tail for v in range(V)])
                               for p in range(P)), "chosen_tail")
@@ -523,7 +529,7 @@ class Router(wiring.Component):
             sent = granted_to[p].any()
             if cfg.multicasts:
                 rest = _any_of([Mux(chosen[p][v] & states[p, v].active,
-                                    states[p, v].mask & ~states[p, v].sent, 0)
+                                    fronts[p, v].route.mask & ~states[p, v].sent, 0)
                                 for v in range(V)])
                 sent = sent & ~(rest & ~granted_to[p]).any()
             popped.append(_named(m, sent, f"popped{p}"))
@@ -533,9 +539,8 @@ class Router(wiring.Component):
             granted = _named(m, Mux(chosen[p][v], granted_to[p], 0), f"granted{p}_{v}")
             dequeue = _named(m, chosen[p][v] & popped[p], f"deq{p}_{v}")
             dropping = Signal(name=f"dropping{p}_{v}")
-            take_vcs = [st.active.eq(1), st.mask.eq(fr.route.mask),
-                        st.vcs.eq(fr.route.vcs), st.prio.eq(prios[p, v])]
-            with m.If(st.active & (st.mask == 0)):
+            take_vcs = [st.active.eq(1), st.prio.eq(prios[p, v])]
+            with m.If(st.active & (fr.route.mask == 0)):
                 # dropping an unroutable packet, one flit a cycle when no credit of this
                 # VC is being returned for a sent flit
                 m.d.comb += dropping.eq(valid[p, v] & ~(release[p][v] & in_ok[p]))
@@ -559,10 +564,10 @@ class Router(wiring.Component):
                 with m.If(mc_pend & mc_who[i] & complete):
                     # the candidate's output VCs are all still idle: it takes them
                     m.d.sync += [*take_vcs, st.sent.eq(0)]
-            drop = turn[i] & valid[p, v] & fr.head & ~st.active & (fr.route.mask == 0)
+            drop = turn[i] & valid[p, v] & ~st.active & (fr.route.mask == 0)
             drops.append(drop)
             with m.If(drop):
-                m.d.sync += [st.active.eq(1), st.mask.eq(0)]
+                m.d.sync += st.active.eq(1)
 
         bid_update(popped, granted_to)
 
@@ -584,7 +589,7 @@ class Router(wiring.Component):
             # VC that went meanwhile makes it give up below.
             mc_bid = Signal(len(requesters))
             m.d.sync += mc_bid.eq(Cat(
-                valid[key] & fronts[key].head & ~states[key].active & fronts[key].multi
+                valid[key] & ~states[key].active & fronts[key].multi
                 & all_idle(key) & ~(mc_pend & mc_who[i] & complete)
                 for i, key in enumerate(requesters)))
             m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
@@ -704,7 +709,7 @@ class Router(wiring.Component):
             st = [ctx.states[p, v] for v in range(V)]
             goes_on = _any_of([b[v] & ctx.bufs[p].more[v] & ~fr[v].tail for v in range(V)])
             if self.config.multicasts:
-                route = bid[p] | _any_of([Mux(b[v] & st[v].active, st[v].mask, 0)
+                route = bid[p] | _any_of([Mux(b[v] & st[v].active, fr[v].route.mask, 0)
                                           for v in range(V)])
                 on = [_any_of([Mux(b[v], ctx.vc_is[p, v][w], 0) for v in range(V)])
                       for w in range(V)]
@@ -717,14 +722,14 @@ class Router(wiring.Component):
                 on = [_named(m, _any_of([b[v] & ctx.vc_is[p, v][w][0] for v in range(V)]),
                              f"follow_vc{p}_{w}") for w in range(V)]
                 credit = _any_of([on[w].replicate(P) & ctx.ahead[1][w] for w in range(V)])
-            follow = _named(m, Mux(goes_on, route & credit, 0), f"follow{p}")
-            nxt.append((bidding, choice, fresh, head, single, prio, follow))
+            follow = _named(m, route & credit, f"follow{p}")
+            nxt.append((bidding, choice, fresh, head, single, prio, follow, goes_on))
 
         def update(popped, granted_to):
             for p in range(P):
-                bidding, choice, fresh, head, single, prio, follow = nxt[p]
+                bidding, choice, fresh, head, single, prio, follow, more = nxt[p]
                 renew = _named(m, popped[p] | ~bidding, f"renew{p}")
-                goes_on = _named(m, popped[p] & follow.any(), f"goes_on{p}")
+                goes_on = _named(m, popped[p] & more, f"goes_on{p}")
                 # The same bid again if the flit was not sent; withdrawn if it was sent on
                 # some branches only (the rest are bid from the next cycle), if its input's
                 # read register is held, or if it is a unicast head's: a head bids for one
@@ -1030,25 +1035,29 @@ def _de_bruijn_taps(bits: int) -> tuple[int, ...]:
 
 
 class _VcState:
-    """Registers of one input VC: owner of which output VCs, which branches are done."""
+    """Registers of one input VC: whether its packet owns its output VCs (``active``; its
+    route is the front flit's, which every flit of the packet carries), which branches of
+    the front flit are sent, its priority."""
 
-    def __init__(self, f: FlitFormat, ports: int, vcs_bits: int, name: str):
+    def __init__(self, f: FlitFormat, ports: int, name: str):
         self.active = Signal(name=f"active{name}")
-        self.mask = Signal(ports, name=f"mask{name}")
-        self.vcs = Signal(vcs_bits, name=f"vcs{name}")
         self.sent = Signal(ports, name=f"sent{name}")
         self.prio = Signal(f.prio_bits, name=f"prio{name}")
 
 
 def _control_layout(cfg: RouterConfig) -> data.StructLayout:
-    """What the input buffers keep per flit besides its data: the table entry, head and tail.
+    """What the input buffers keep per flit besides its data: its packet's table entry (every
+    flit carries its head's) and the tail bit.
 
-    ``multi`` (several branches) is derived from the mask rather than stored, ``vcs`` holds
-    one VC rather than one per port when the router has no multicast, and ``prio`` is kept
-    only when allocation honours it: each bit less in the queue memories counts (LUT RAM
-    primitives come 6 bits wide).
+    No head bit: the front of a queue is a head exactly when its VC is not active (a
+    packet's head either leaves alone, as a one-flit packet, or makes the VC active until
+    its tail leaves), and the entry's ``multi`` (several branches) takes its place in the
+    memory, where deriving it from the mask costs two logic levels on the allocation's
+    path. Without multicast ``multi`` is 0 and not kept, and ``vcs`` holds one VC rather
+    than one per port; ``prio`` is kept only when allocation honours it: each bit less in
+    the queue memories counts (LUT RAM primitives come 6 bits wide).
     """
-    fields = {"head": 1, "tail": 1, **table_layout(cfg).members}
+    fields = {"tail": 1, **table_layout(cfg).members}
     if not cfg.multicasts:
         # A unicast entry has the same VC on every port: one copy of it is kept.
         fields["route"] = data.StructLayout({"mask": cfg.ports, "vcs": cfg.fmt.vc_bits})
@@ -1105,12 +1114,6 @@ def route_table(cfg: RouterConfig, port: int) -> list[int]:
         words += [0] * (cfg.table_words - len(words))
         words[-1] = cfg.node_id if port == 0 else 0
     return words
-
-
-def _several(mask):
-    """Two bits or more of ``mask`` set, as AND-OR terms (``mask & (mask - 1)`` would be a
-    carry chain)."""
-    return Cat(mask[i] & mask[i + 1:].any() for i in range(len(mask) - 1)).any()
 
 
 def _held(cfg: RouterConfig) -> bool:
