@@ -828,10 +828,10 @@ class Router(wiring.Component):
 class InputBuffer(wiring.Component):
     """The buffers of one router input: a queue per VC, one storage for all of them.
 
-    Each queue is first-word-fall-through: its front's control fields (head, tail,
-    priority, route) are read asynchronously from a small LUT RAM per VC at the read
-    pointer, so they appear the cycle after the write, as a register copy would, without
-    that copy's load multiplexer (a LUT per bit). Flit data sits in one memory of
+    Each queue is first-word-fall-through: its front's control fields (the router's: tail,
+    several branches, priority, route) are read asynchronously from a small LUT RAM per VC
+    at the read pointer, so they appear the cycle after the write, as a register copy
+    would, without that copy's load multiplexer (a LUT per bit). Flit data sits in one memory of
     ``vcs * depth`` words per input. With ``sync_read`` its read port is synchronous:
     :attr:`read` reads a VC's front, which appears on :attr:`data` from the next cycle until
     the next :attr:`read`, so the router needs no latch or VC multiplexer per input besides
