@@ -191,3 +191,9 @@ def test_python_m_optnet_without_a_dependency_says_what_to_install():
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "the package 'rich' optnet needs is not installed" in proc.stderr
+    # every missing one is named at once, so one install fixes it
+    proc = subprocess.run([sys.executable, "-c", code.replace(
+        "sys.modules['rich'] = None", "sys.modules['rich'] = sys.modules['numpy'] = None")],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "the packages 'numpy', 'rich' optnet needs are not installed" in proc.stderr
