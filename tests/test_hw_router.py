@@ -273,7 +273,8 @@ def _stream(packets, depth=8, block_buffers=False, ports=PORTS):
     """Inputs send ``packets`` (input -> list of (vc, flits)) as fast as their credits allow
     to destination 2 (port 2, on its VC: ``1 << vc`` of the table's VC bit), the receiver
     takes every flit and returns its credit at once. Returns the cycles at which a flit left
-    on port 2 and the cycle each input put its first flit on."""
+    on port 2, the cycle each input put its first flit on and the input of each head that
+    left, in order."""
     pb = (ports - 1).bit_length()
     # destination d: port 2 on VC d % 2 (d = 2 and 3)
     uni = tuple(1 << (pb + 1) | (d % 2) << pb | 2 if d in (2, 3) else 0 for d in range(8))
@@ -281,7 +282,7 @@ def _stream(packets, depth=8, block_buffers=False, ports=PORTS):
                               block_buffers=block_buffers))
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    out, first = [], {}
+    out, first, heads = [], {}, []
 
     async def bench(ctx):
         queue = {p: deque((vc, i == 0, i == n - 1) for vc, n in pkts for i in range(n))
@@ -303,7 +304,10 @@ def _stream(packets, depth=8, block_buffers=False, ports=PORTS):
             back = 0
             if ctx.get(dut.out[2].valid):
                 out.append(cycle)
-                back = 1 << ctx.get(dut.out[2].payload).vc
+                flit = ctx.get(dut.out[2].payload)
+                back = 1 << flit.vc
+                if flit.head:
+                    heads.append(FMT.unpack_header(flit.data)["src"])
             ctx.set(dut.cred_in[2], back)
             for p in packets:
                 for v in range(2):
@@ -312,7 +316,7 @@ def _stream(packets, depth=8, block_buffers=False, ports=PORTS):
 
     sim.add_testbench(bench)
     sim.run()
-    return out, first
+    return out, first, heads
 
 
 @pytest.mark.parametrize("block_buffers", [False, True])
@@ -321,11 +325,21 @@ def test_one_flit_per_cycle_through_one_output(block_buffers):
     sending at once keep the output busy every cycle (the speculative bids: the next flit
     of a packet bids while the one before is being sent)."""
     ports = 5 if block_buffers else PORTS
-    out, first = _stream({1: [(0, 24)]}, block_buffers=block_buffers, ports=ports)
+    out, first, _ = _stream({1: [(0, 24)]}, block_buffers=block_buffers, ports=ports)
     assert out == list(range(first[1] + 3, first[1] + 3 + 24))
-    out, first = _stream({1: [(0, 20), (1, 20)], 3: [(1, 20), (0, 20)]},
+    out, first, _ = _stream({1: [(0, 20), (1, 20)], 3: [(1, 20), (0, 20)]},
                          block_buffers=block_buffers, ports=ports)
     assert len(out) == 80 and out[-1] - out[0] == 79, "the output idled"
+
+
+def test_heads_taking_one_output_vc_in_turn():
+    """Two inputs whose packets follow each other on one output VC take it in turn: the input
+    whose packet gives the VC back has no head start on the other's waiting head (the
+    choice among an input's VCs is made from the cycle before's state, which must not favour
+    the VC that was sending)."""
+    for flits in (2, 3):
+        _, _, heads = _stream({1: [(0, flits)] * 30, 3: [(0, flits)] * 30})
+        assert heads[:40] == [1, 3] * 20 or heads[:40] == [3, 1] * 20, heads[:40]
 
 
 def _flood(allocator, cycles, levels=1, prio=None):

@@ -301,7 +301,7 @@ class Router(wiring.Component):
                                      ).all(), "complete")
 
         # -- input side: route lookup, buffers, per-VC state ----------------------------
-        bufs, fronts, valid, states, prios, cur_vcs = [], {}, {}, {}, {}, {}
+        bufs, fronts, valid, states, prios, cur_vcs, news = [], {}, {}, {}, {}, {}, {}
         for p in range(P):
             inp = self.inp[p]
             arriving = data.View(f.header, inp.payload.data[:f.header_bits])
@@ -343,6 +343,8 @@ class Router(wiring.Component):
                 fr = buf.front[v]
                 st = _VcState(f, P, name=f"{p}_{v}")
                 fronts[p, v], valid[p, v], states[p, v] = fr, buf.valid[v], st
+                # a flit written into an empty queue: a new front next cycle
+                news[p, v] = flit_valid & (flit.vc == v) & ~buf.valid[v]
                 prios[p, v] = _named(m, Mux(st.active, st.prio, fr.prio), f"prio{p}_{v}") \
                     if levels > 1 else 0
                 cur = fr.route.vcs
@@ -404,7 +406,11 @@ class Router(wiring.Component):
                 heads[p, v] = Cat(uni_head & (vc_is[p, v][w] & fr.route.mask).any()
                                   for w in range(V))
 
-        ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then,
+        if cfg.multicasts:
+            # a multicast head that takes its VCs now bids for its branches next cycle
+            for i, key in enumerate(requesters):
+                news[key] = news[key] | (mc_pend & mc_who[i] & complete)
+        ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then, news=news,
                               uni_heads=uni_heads, heads=heads, prios=prios, taken=vc_taken,
                               stall=stall, in_ok=in_ok, bufs=bufs, fronts=fronts,
                               states=states, vc_is=vc_is, ahead=ahead)
@@ -690,9 +696,21 @@ class Router(wiring.Component):
             want = [ctx.want[p, v] for v in range(V)]
             pr = [ctx.prios[p, v] for v in range(V)]
             # a new choice among the VCs but the bidding one, the VC after it first
+            # The new choice is made among the VCs that may bid: a unicast head at its
+            # front, or ``may_bid`` (a register): the VC wanted to bid in the cycle before,
+            # or has a new front (a flit written into an empty queue, a multicast head that
+            # took its VCs). The requests of this cycle then only select the chosen VC's bid
+            # rather than decide the choice too, which put the requests, the arbitration
+            # among the VCs and the bid's multiplexer on one path. A VC that cannot bid
+            # after all makes an empty bid for a cycle. A head counts as able to bid
+            # whatever the state of its output VC: one that waited for a VC another input's
+            # packet held would otherwise choose a cycle after the head behind that packet,
+            # whose VC had been sending, and never get its turn.
+            may_bid = Signal(V, name=f"may_bid{p}")
+            m.d.sync += may_bid.eq(Cat(want[v].any() | ctx.news[p, v] for v in range(V)))
             choice = _named(m, round_robin_grant(
-                Cat(want[v].any() & ~(b[v] & bidding) for v in range(V)), b, pr, levels),
-                f"choice{p}")
+                Cat((may_bid[v] | ctx.uni_heads[p, v]) & ~(b[v] & bidding) for v in range(V)),
+                b, pr, levels), f"choice{p}")
             fresh = _named(m, _any_of([Mux(choice[v], want[v], 0) for v in range(V)]),
                            f"fresh{p}")
             # (a unicast entry has the same VC on every port: port 0's says which)
