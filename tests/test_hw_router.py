@@ -403,6 +403,44 @@ def test_priority_wins_switch_allocation():
     assert len(times[1]) > len(times[0]) + len(times[2])
 
 
+def test_a_waiting_head_of_higher_priority_does_not_stop_its_inputs_other_vc():
+    """Input 1's VC 1 streams a packet of priority 0 that holds output 2's VC 0; a head of
+    priority 1 for that same output VC arrives on input 1's VC 0 meanwhile. The head cannot
+    bid until the packet is through, so the input must go on choosing the packet's VC (a
+    head that cannot bid, chosen for its priority every cycle, would deadlock the two)."""
+    uni = tuple((1 << 3 | 0 << 2 | 2) if d == 2 else 0 for d in range(8))
+    dut = Router(RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, (0,) * 8,
+                              priorities=2))
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    # (cycle, vc, head, tail, data): the packet's head and one flit, the other VC's head,
+    # then the rest of the packet
+    flits = [(0, 1, 1, 0, FMT.pack_header(dst=2, src=1, prio=0)), (1, 1, 0, 0, 1),
+             (4, 0, 1, 1, FMT.pack_header(dst=2, src=1, prio=1)), (8, 1, 0, 0, 2),
+             (9, 1, 0, 1, 3)]
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(dut.out[2].ready, 1)
+        for cycle in range(40):
+            now = [f for f in flits if f[0] == cycle]
+            ctx.set(dut.inp[1].valid, bool(now))
+            if now:
+                _, vc, head, tail, data = now[0]
+                ctx.set(dut.inp[1].payload, {"data": data, "head": head, "tail": tail,
+                                             "vc": vc})
+            back = 0
+            if ctx.get(dut.out[2].valid):
+                seen.append(ctx.get(dut.out[2].payload).data)
+                back = 1 << ctx.get(dut.out[2].payload).vc
+            ctx.set(dut.cred_in[2], back)
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == [flits[0][4], 1, 2, 3, flits[2][4]]
+
+
 @pytest.mark.parametrize(("block_tables", "block_buffers", "hop"),
                          [(False, False, 3), (True, False, 4), (False, True, 3)])
 def test_zero_load_latency(block_tables, block_buffers, hop):

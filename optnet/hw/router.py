@@ -4,7 +4,8 @@ Pipeline (zero load, cycles after a head flit is presented on an input)::
 
     0  route lookup from the head flit's header; flit and route written to its VC buffer
     1  stage A: the flit at the front of each VC requests its outputs; each input chooses
-       one VC (round robin) and registers that VC and its outputs as its bid
+       one VC (round robin, among the VCs a register marks as able to bid) and registers
+       that VC and its outputs as its bid
     2  stage B: an arbiter per output picks among the registered bids; each winning input
        reads its flit from its buffer memory into the output register (one flit per input
        and cycle); a winning unicast head takes its output VC
@@ -25,10 +26,14 @@ or is a unicast head's, below); if the flit was sent and the next one of its pac
 there, the packet's outputs that will still have a credit even if one is spent now (only
 the packet that holds an output VC spends its credits; if none has, the input makes no bid
 for a cycle and then chooses again); else a new round-robin choice among the input's
-other VCs. A VC so keeps its input while its packet
-streams, one flit a cycle, and the input's other VCs take their turn at its end or when it
-stops. A VC whose next packet is behind the one that ends waits a cycle: the new head's
-route is read when it reaches the front.
+other VCs. A VC so keeps its input while its packet streams, one flit a cycle, and the
+input's other VCs take their turn at its end or when it stops. That choice is made among
+the VCs that may bid by a register of the cycle before (they wanted to, got a flit into an
+empty queue, or took their multicast VCs), not by this cycle's requests, which only select
+the chosen VC's bid: a VC that cannot bid after all bids for nothing for a cycle. A VC
+whose next packet is behind the one that ends waits a cycle: the new head's route is read
+when it reaches the front; two if the packet that ends held its output VC (see
+:meth:`Router._bid_allocate`).
 
 Stage A's tests are never optimistic, so that stage B checks nothing after its arbiters but
 the output free (``ready``) and, with block RAM buffers, the input's read register free.
@@ -696,21 +701,28 @@ class Router(wiring.Component):
             want = [ctx.want[p, v] for v in range(V)]
             pr = [ctx.prios[p, v] for v in range(V)]
             # a new choice among the VCs but the bidding one, the VC after it first
-            # The new choice is made among the VCs that may bid: a unicast head at its
-            # front, or ``may_bid`` (a register): the VC wanted to bid in the cycle before,
-            # or has a new front (a flit written into an empty queue, a multicast head that
-            # took its VCs). The requests of this cycle then only select the chosen VC's bid
-            # rather than decide the choice too, which put the requests, the arbitration
-            # among the VCs and the bid's multiplexer on one path. A VC that cannot bid
-            # after all makes an empty bid for a cycle. A head counts as able to bid
-            # whatever the state of its output VC: one that waited for a VC another input's
-            # packet held would otherwise choose a cycle after the head behind that packet,
-            # whose VC had been sending, and never get its turn.
+            # The new choice is made among the VCs that may bid (``may_bid``, a register):
+            # those that wanted to in the cycle before, or have a new front (a flit written
+            # into an empty queue, a multicast head that took its VCs). The requests of
+            # this cycle then only select the chosen VC's bid rather than decide the choice
+            # too, which put the requests, the arbitration among the VCs and the bid's
+            # multiplexer on one path. A VC that cannot bid after all makes an empty bid for
+            # a cycle (and is not chosen again until it wants to: a head that cannot bid is
+            # never chosen over and over, which with priorities would keep the input's
+            # other VCs from ever bidding). A packet that gives its output VC back with
+            # this tail leaves its VC unable to bid next cycle: the next head behind it
+            # then chooses in the same cycle as a head that waited for that VC on another
+            # input, and the two bid together; otherwise the next head would always bid
+            # first and keep the waiting head off the VC (``head_bids``) for good.
+            fr = [ctx.fronts[p, v] for v in range(V)]
+            st = [ctx.states[p, v] for v in range(V)]
             may_bid = Signal(V, name=f"may_bid{p}")
-            m.d.sync += may_bid.eq(Cat(want[v].any() | ctx.news[p, v] for v in range(V)))
+            m.d.sync += may_bid.eq(Cat(
+                (want[v].any() & ~(b[v] & bidding & st[v].active & fr[v].tail))
+                | ctx.news[p, v] for v in range(V)))
             choice = _named(m, round_robin_grant(
-                Cat((may_bid[v] | ctx.uni_heads[p, v]) & ~(b[v] & bidding) for v in range(V)),
-                b, pr, levels), f"choice{p}")
+                Cat(may_bid[v] & ~(b[v] & bidding) for v in range(V)), b, pr, levels),
+                f"choice{p}")
             fresh = _named(m, _any_of([Mux(choice[v], want[v], 0) for v in range(V)]),
                            f"fresh{p}")
             # (a unicast entry has the same VC on every port: port 0's says which)
@@ -723,8 +735,6 @@ class Router(wiring.Component):
             # The bidding VC's next flit, if it belongs to the same packet: the packet's
             # outputs, each with a credit even if one is spent now.
             # (a unicast packet's outputs are its bid's; an active multicast's, its mask)
-            fr = [ctx.fronts[p, v] for v in range(V)]
-            st = [ctx.states[p, v] for v in range(V)]
             goes_on = _any_of([b[v] & ctx.bufs[p].more[v] & ~fr[v].tail for v in range(V)])
             if self.config.multicasts:
                 route = bid[p] | _any_of([Mux(b[v] & st[v].active, fr[v].route.mask, 0)
