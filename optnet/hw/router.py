@@ -306,7 +306,7 @@ class Router(wiring.Component):
                                      ).all(), "complete")
 
         # -- input side: route lookup, buffers, per-VC state ----------------------------
-        bufs, fronts, valid, states, prios, cur_vcs, news = [], {}, {}, {}, {}, {}, {}
+        bufs, fronts, valid, states, prios, cur_vcs, new_front = [], {}, {}, {}, {}, {}, {}
         for p in range(P):
             inp = self.inp[p]
             arriving = data.View(f.header, inp.payload.data[:f.header_bits])
@@ -349,7 +349,7 @@ class Router(wiring.Component):
                 st = _VcState(f, P, name=f"{p}_{v}")
                 fronts[p, v], valid[p, v], states[p, v] = fr, buf.valid[v], st
                 # a flit written into an empty queue: a new front next cycle
-                news[p, v] = flit_valid & (flit.vc == v) & ~buf.valid[v]
+                new_front[p, v] = flit_valid & (flit.vc == v) & ~buf.valid[v]
                 prios[p, v] = _named(m, Mux(st.active, st.prio, fr.prio), f"prio{p}_{v}") \
                     if levels > 1 else 0
                 cur = fr.route.vcs
@@ -414,8 +414,8 @@ class Router(wiring.Component):
         if cfg.multicasts:
             # a multicast head that takes its VCs now bids for its branches next cycle
             for i, key in enumerate(requesters):
-                news[key] = news[key] | (mc_pend & mc_who[i] & complete)
-        ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then, news=news,
+                new_front[key] = new_front[key] | (mc_pend & mc_who[i] & complete)
+        ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then, new_front=new_front,
                               uni_heads=uni_heads, heads=heads, prios=prios, taken=vc_taken,
                               stall=stall, in_ok=in_ok, bufs=bufs, fronts=fronts,
                               states=states, vc_is=vc_is, ahead=ahead)
@@ -700,7 +700,6 @@ class Router(wiring.Component):
             b, bidding = bid_vc[p], _named(m, bid[p].any(), f"bidding{p}")
             want = [ctx.want[p, v] for v in range(V)]
             pr = [ctx.prios[p, v] for v in range(V)]
-            # a new choice among the VCs but the bidding one, the VC after it first
             # The new choice is made among the VCs that may bid (``may_bid``, a register):
             # those that wanted to in the cycle before, or have a new front (a flit written
             # into an empty queue, a multicast head that took its VCs). The requests of
@@ -719,7 +718,8 @@ class Router(wiring.Component):
             may_bid = Signal(V, name=f"may_bid{p}")
             m.d.sync += may_bid.eq(Cat(
                 (want[v].any() & ~(b[v] & bidding & st[v].active & fr[v].tail))
-                | ctx.news[p, v] for v in range(V)))
+                | ctx.new_front[p, v] for v in range(V)))
+            # (among the VCs but the bidding one, the VC after it first)
             choice = _named(m, round_robin_grant(
                 Cat(may_bid[v] & ~(b[v] & bidding) for v in range(V)), b, pr, levels),
                 f"choice{p}")
