@@ -328,7 +328,7 @@ def test_one_flit_per_cycle_through_one_output(block_buffers):
     out, first, _ = _stream({1: [(0, 24)]}, block_buffers=block_buffers, ports=ports)
     assert out == list(range(first[1] + 3, first[1] + 3 + 24))
     out, first, _ = _stream({1: [(0, 20), (1, 20)], 3: [(1, 20), (0, 20)]},
-                         block_buffers=block_buffers, ports=ports)
+                            block_buffers=block_buffers, ports=ports)
     assert len(out) == 80 and out[-1] - out[0] == 79, "the output idled"
 
 
@@ -431,8 +431,9 @@ def test_a_waiting_head_of_higher_priority_does_not_stop_its_inputs_other_vc():
                                              "vc": vc})
             back = 0
             if ctx.get(dut.out[2].valid):
-                seen.append(ctx.get(dut.out[2].payload).data)
-                back = 1 << ctx.get(dut.out[2].payload).vc
+                flit = ctx.get(dut.out[2].payload)
+                seen.append(flit.data)
+                back = 1 << flit.vc
             ctx.set(dut.cred_in[2], back)
             await ctx.tick()
 
