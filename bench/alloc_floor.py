@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from router import TARGET_MHZ, place_and_route, yosys_stat  # noqa: E402
+from router import TARGET_MHZ, fmax_text, place_and_route, yosys_stat  # noqa: E402
 
 from optnet.hw.alloc import RoundRobin  # noqa: E402
 
@@ -106,8 +106,7 @@ def main() -> None:
     for name, ahead in (("one cycle", False), ("input choice a cycle ahead", True)):
         with tempfile.TemporaryDirectory(prefix="optnet-floor-") as tmp:
             result = fmax(ahead, args.seeds, Path(tmp))
-        print(f"{name:32} {result['median']:9.1f}  "
-              + " ".join(f"{r:.1f}" for r in result["runs"]))
+        print("{:32} {:>9}  {}".format(name, *fmax_text(result)))
         print(f"  critical path (last seed): {result['path']}")
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Router hop latency, area and Fmax (link efficiency: bench/link.py).
 
-Usage: python bench/router.py [--quick] [--no-pnr] [--seeds N] [--bluedbm]
+Usage: python bench/router.py [--quick] [--no-pnr] [--seeds N] [--seed-timeout S] [--bluedbm]
 
 Configurations: a 5-port router (64-bit flits, 2 VCs, 8-flit buffers, a 4x4-torus-like
 table) and, when ``optnet.hw.plan.router_configs`` exists, the router of each example
@@ -30,7 +30,8 @@ Targets (issue): hop latency <= 3 cycles; the 5-port router < 2000 LUTs on xc7; 
 >= 100 MHz on ECP5. Reference: BlueDBM's router, 3,743 LUTs and 0.5 us per hop (the latter
 including the PHY). Nothing is cached; every tool run is in a temporary directory.
 ``--quick`` takes about 15 minutes (each nextpnr seed about 2.5 minutes; the first YoWASP
-call of a fresh environment compiles the tool first).
+call of a fresh environment compiles the tool first). Some seeds run for hours: a run is
+stopped after ``--seed-timeout`` seconds and the median printed as a lower bound.
 """
 
 from __future__ import annotations
@@ -192,9 +193,9 @@ def measure_latency(cfg: RouterConfig, inp: int, dst: int, outp: int) -> dict:
 
 # -- synthesis ------------------------------------------------------------------------------
 
-def _run(argv, cwd) -> subprocess.CompletedProcess:
+def _run(argv, cwd, timeout=TIMEOUT) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
-                          timeout=TIMEOUT, check=False)
+                          timeout=timeout, check=False)
 
 
 def _warnings(log: str) -> Counter:
@@ -437,27 +438,33 @@ def wrapper_verilog(cfg: RouterConfig) -> tuple[str, int, int]:
     return text, top.in_bits, top.out_bits
 
 
-def nextpnr_fmax(cfg: RouterConfig, tmp: Path, seeds: int) -> dict:
+def nextpnr_fmax(cfg: RouterConfig, tmp: Path, seeds: int,
+                 seed_timeout: float = TIMEOUT) -> dict:
     text, _, _ = wrapper_verilog(cfg)
     netlist = tmp / "top.json"
     _, warns = yosys_stat(text, "synth_ecp5 -top top", tmp, "top", json_out=netlist)
-    result = place_and_route(netlist, seeds)
+    result = place_and_route(netlist, seeds, seed_timeout)
     result["warnings"] += warns
     return result
 
 
-def place_and_route(netlist: Path, seeds: int) -> dict:
+def place_and_route(netlist: Path, seeds: int, seed_timeout: float = TIMEOUT) -> dict:
     """nextpnr-ecp5 on ``netlist`` (in its own directory) with seeds 1..``seeds``: the Fmax
-    of each run, their median, the last run's utilisation and critical path, and the
-    tool's warnings."""
+    of each run (None for a run stopped after ``seed_timeout`` seconds), their median (a
+    lower bound when runs were stopped: each counts as the slowest), the last finished
+    run's utilisation and critical path, and the tool's warnings."""
     tmp = netlist.parent
     runs, util, warn, path = [], {}, Counter(), None
     for seed in range(1, seeds + 1):
         report = tmp / f"report{seed}.json"
-        res = _run([NEXTPNR, "--85k", "--package", "CABGA381", "--speed", "6",
-                    "--json", netlist.name, "--freq", str(TARGET_MHZ),
-                    "--lpf-allow-unconstrained", "--timing-allow-fail",
-                    "--seed", str(seed), "--report", report.name], tmp)
+        try:
+            res = _run([NEXTPNR, "--85k", "--package", "CABGA381", "--speed", "6",
+                        "--json", netlist.name, "--freq", str(TARGET_MHZ),
+                        "--lpf-allow-unconstrained", "--timing-allow-fail",
+                        "--seed", str(seed), "--report", report.name], tmp, seed_timeout)
+        except subprocess.TimeoutExpired:
+            runs.append(None)
+            continue
         if res.returncode != 0 or not report.exists():
             raise RuntimeError(f"nextpnr failed:\n{res.stderr[-3000:]}")
         rep = json.loads(report.read_text())
@@ -471,8 +478,17 @@ def place_and_route(netlist: Path, seeds: int) -> dict:
         util = rep.get("utilization", {})
         warn.update(_warnings(res.stderr))
         path = _critical(rep)
-    return {"runs": runs, "median": statistics.median(runs) if runs else None,
+    done = [r for r in runs if r is not None]
+    median = statistics.median([0.0 if r is None else r for r in runs]) if done else None
+    return {"runs": runs, "median": median, "bound": len(done) < len(runs),
             "util": util, "warnings": warn, "path": path}
+
+
+def fmax_text(result: dict) -> tuple[str, str]:
+    """A :func:`place_and_route` result's median (``>=`` when a lower bound) and its runs,
+    as printed."""
+    runs = " ".join("stopped" if r is None else f"{r:.1f}" for r in result["runs"])
+    return _f(result["median"], ">={:.1f}" if result["bound"] else "{:.1f}"), runs
 
 
 def _signal(cell: str) -> str:
@@ -567,6 +583,10 @@ def main() -> None:
     parser.add_argument("--no-pnr", action="store_true", help="skip nextpnr (Fmax)")
     parser.add_argument("--seeds", type=int, default=3,
                         help="nextpnr seeds; Fmax is their median (default 3)")
+    parser.add_argument("--seed-timeout", type=float, default=1200, metavar="S",
+                        help="stop a nextpnr run after S seconds (default 1200; some seeds "
+                             "take hours): the median then counts it as the slowest and is "
+                             "printed as a lower bound")
     parser.add_argument("--bluedbm", action="store_true",
                         help="only the BlueDBM node's router: latency, area per module")
     args = parser.parse_args()
@@ -676,7 +696,7 @@ def main() -> None:
             print(f"{'router':<28} {'Fmax MHz':>8} {'seeds':>20} {'target':>6} "
                   f"{'clock MHz':>9} {'COMB':>6} {'FF':>6} {'RAMW':>5}")
             for label, cfg, clock in fmax_rows:
-                res = nextpnr_fmax(cfg, tmp, args.seeds)
+                res = nextpnr_fmax(cfg, tmp, args.seeds, args.seed_timeout)
                 all_warn += res["warnings"]
                 med = res["median"]
                 ok = "-" if med is None else ("ok" if med >= TARGET_MHZ else "UNDER")
@@ -685,8 +705,8 @@ def main() -> None:
                 u = res["util"]
                 used = {k: u.get(k, {}).get("used") for k in ("TRELLIS_COMB", "TRELLIS_FF",
                                                               "TRELLIS_RAMW")}
-                seeds = " ".join(f"{r:.1f}" for r in res["runs"])
-                print(f"{label:<28} {_f(med, '{:.1f}'):>8} {seeds:>20} {ok:>6} "
+                shown, seeds = fmax_text(res)
+                print(f"{label:<28} {shown:>8} {seeds:>20} {ok:>6} "
                       f"{_f(clock and float(clock) / 1e6, '{:.2f}'):>9} "
                       f"{_f(used['TRELLIS_COMB']):>6} {_f(used['TRELLIS_FF']):>6} "
                       f"{_f(used['TRELLIS_RAMW']):>5}")

@@ -54,15 +54,17 @@ the output takes the flit.
 
 Output VC allocation is folded into switch allocation: tables give every packet one VC
 per output, so a unicast head only has to find that VC idle, and the switch arbiter already
-lets one head per output win a cycle. Multicast heads need several output VCs at once: a
-multicast head bids (a registered bid) only when all of them are idle and each has
-``multicast_credits`` credits; one bidder (round robin) becomes the candidate, unicast heads
-are kept off its VCs for a cycle, and it takes them all at once, or gives up if one was
-taken in the meantime; from the next cycle it bids for switch allocation as the owner of
-its VCs. A multicast head therefore spends three cycles more per hop than a unicast one.
-Each flit leaves its input buffer
-once it has been sent on every branch, and a branch gives its VC back when it has sent the
-tail.
+lets one head per output win a cycle. Multicast heads need several output VCs at once, each
+idle and with ``multicast_credits`` credits (open). One multicast head at a time becomes the
+candidate (round robin over registered bids), unicast heads are kept off its VCs for a
+cycle, and it takes them all at once, or gives up if one was taken in the meantime; from
+the next cycle it bids for switch allocation as the owner of its VCs. With one priority
+level every multicast head bids and the round robin's winner becomes the candidate the
+cycle after only if its VCs are all open, else the next head is tried: four cycles more per
+hop than a unicast head. With priorities a head bids only when its VCs are all open (so
+that a head of the higher class that cannot go does not win every time), a test per input
+VC that saves the cycle: three more per hop. Each flit leaves its input buffer once it has
+been sent on every branch, and a branch gives its VC back when it has sent the tail.
 
 So a multicast never holds some output VCs while it waits to take others. Once it has
 them, a branch that has sent a flit waits for the flit behind it, which comes to the front
@@ -301,9 +303,13 @@ class Router(wiring.Component):
             # and no unicast head bids for one now.
             mc_occupied = closed if head_bids is None else [
                 closed[q] | head_bids_any[q] for q in range(P)]
-            complete = _named(m, Cat(~mc_need[0].any() | ~mc_occupied[0].any(),
-                                     *(~mc_need[q] | ~mc_occupied[q] for q in range(1, P))
-                                     ).all(), "complete")
+
+            def clear_of(blocked):
+                # none of the candidate's VCs is in ``blocked`` (on the local output, none is)
+                return Cat(~mc_need[0].any() | ~blocked[0].any(),
+                           *(~mc_need[q] | ~blocked[q] for q in range(1, P))).all()
+
+            complete = _named(m, clear_of(mc_occupied), "complete")
 
         # -- input side: route lookup, buffers, per-VC state ----------------------------
         bufs, fronts, valid, states, prios, cur_vcs, new_front = [], {}, {}, {}, {}, {}, {}
@@ -584,37 +590,46 @@ class Router(wiring.Component):
 
         # -- multicast VC allocation --------------------------------------------------------
         if cfg.multicasts:
-            # closed[q]: the VCs of output q a multicast cannot take, being busy or short of
-            # ``multicast_credits`` (on the local output, any VC's counts for all of them);
-            # the counters hold credits less one, so "less than" is the sign or an unsigned
-            # comparison (Verilator's lint rejects a signed one with a narrower constant)
-
-            def all_idle(key):
-                # every output VC the multicast head at the front of ``key`` needs is idle and
-                # has the credit to take its packet but the tail
-                return ~(fronts[key].route.mask & taken_by(key, closed)).any()
-
             # The bids are registered, so that looking at the fronts and the round robin
             # among all input VCs are a cycle each. A registered bid stays true: a multicast
-            # head waits at its front until it takes its VCs (which withdraws its bid), and a
-            # VC that went meanwhile makes it give up below.
+            # head waits at its front until it takes its VCs (which withdraws its bid).
+            # With one priority level, every multicast head bids, and the winner is tested
+            # the cycle after it won (``mc_sel``), on its registered needs: if one of its VCs
+            # is closed, the round robin, which moved past it, tries the next head, and no
+            # unicast head was kept off its VCs. With priorities, a head of the higher class
+            # that cannot go would win every time and keep the lower class's heads that could
+            # waiting, a wait the deadlock proof does not model: a head then bids only when
+            # all its VCs are open, a test per input VC (66 xc7 LUTs for the bench's router)
+            # that the winner need not repeat.
+            if levels > 1:
+                def bids(key):
+                    return ~(fronts[key].route.mask & taken_by(key, closed)).any()
+                mc_sel = Const(0)
+            else:
+                def bids(key):
+                    return 1
+                mc_sel = Signal()
             mc_bid = Signal(len(requesters))
             m.d.sync += mc_bid.eq(Cat(
                 valid[key] & ~states[key].active & fronts[key].multi
-                & all_idle(key) & ~(mc_pend & mc_who[i] & complete)
+                & bids(key) & ~(mc_pend & mc_who[i] & complete)
                 for i, key in enumerate(requesters)))
             m.submodules.mc_arb = mc_arb = RoundRobin(len(requesters), levels)
             if levels > 1:
                 m.d.comb += mc_arb.priority.eq(Cat(prios[key] for key in requesters))
-            m.d.comb += [mc_arb.requests.eq(mc_bid), mc_arb.advance.eq(~mc_pend)]
+            waiting = mc_sel | mc_pend
+            m.d.comb += [mc_arb.requests.eq(mc_bid), mc_arb.advance.eq(~waiting)]
             # need[w]: the outputs where the granted multicast head needs VC w
             need = [_named(m, _any_of([Mux(mc_arb.grant[i], fronts[key].route.mask & vc_is[key][w],
                                            0) for i, key in enumerate(requesters)]), f"need{w}")
                     for w in range(V)]
-            with m.If(~mc_pend & mc_arb.grant.any()):
-                m.d.sync += [mc_pend.eq(1), mc_who.eq(mc_arb.grant)]
+            with m.If(~waiting & mc_arb.grant.any()):
+                m.d.sync += [(mc_pend if levels > 1 else mc_sel).eq(1), mc_who.eq(mc_arb.grant)]
                 for q in range(P):
                     m.d.sync += mc_need[q].eq(Cat(need[w][q] for w in range(V)))
+            if levels == 1:
+                with m.If(mc_sel):
+                    m.d.sync += [mc_sel.eq(0), mc_pend.eq(clear_of(closed))]
             with m.If(mc_pend):
                 m.d.sync += mc_pend.eq(0)       # claimed, or given up if a VC went meanwhile
             with m.If(mc_pend & complete):
