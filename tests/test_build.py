@@ -87,7 +87,7 @@ def test_topology_drawing_is_svg_with_every_node_and_link(ring_build):
 def test_node_readme_and_core(ring_build):
     readme = (ring_build / "nodes/n1/README.md").read_text()
     assert "| 1 | gpio_link0 | 0, 1 | lvds | 160Mbps | n0.gpio_link0 |" in readme
-    assert "| app | 32 | yes | `app_s_axis__*` | `app_m_axis__*` |" in readme
+    assert "| app | 32 | yes | `app_s_axis_*` | `app_m_axis_*` |" in readme
 
 
 def test_core_parses_with_fusesoc(ring_build):

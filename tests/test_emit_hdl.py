@@ -15,7 +15,7 @@ from optnet.hw.verilog import lower, to_verilog
 from optnet.lint import lint_file
 from optnet.plan import plan
 
-from .conftest import ROOT
+from .conftest import ROOT, role_files
 from .hwtools import yosys_synth
 
 #: Flattened, cleaned-up cell counts: the same logic, whatever the hierarchy.
@@ -160,3 +160,34 @@ def test_memory_contents_at_once_gives_amaranths_rtlil():
     with memory_contents_at_once():
         fast = rtlil.convert_fragment(design(), [], "top", emit_src=False)[0]
     assert fast == plain and "$meminit_v2" in fast
+
+
+def _axis_ports(text: str, module: str) -> dict[str, tuple[str, int, str | None]]:
+    """Direction, width and ``X_INTERFACE_INFO`` of each ``*_axis_*`` port of ``module``."""
+    body = text[text.index(f"module {module}("):]
+    body = body[:body.index("endmodule")]
+    found = re.findall(r'^(?:  \(\* X_INTERFACE_INFO = "([^"]*)" \*\)\n)?'
+                       r"  (input|output) (?:\[(\d+):0\] )?(\w+_axis_\w+);", body, re.M)
+    return {name: (way, int(msb or 0) + 1, info or None) for info, way, msb, name in found}
+
+
+@pytest.mark.parametrize(("example", "node", "ep", "width", "tuser", "ids"),
+                         [("ulx3s_ring4", "n0", "app", 32, 1, 2),
+                          ("optweb_4", "n0", "dma", 256, 16, 2)])
+def test_endpoints_are_axi4_stream_interfaces(example, node, ep, width, tuser, ids):
+    """Each endpoint of the network module is two AXI4-Stream interfaces of separate
+    signals, each port marked with the interface it belongs to (Vivado's IP integrator
+    reads ``X_INTERFACE_INFO``); on a direct node ``tuser`` is the message length."""
+    text = role_files(ROOT / "examples" / f"{example}.yaml")[node][f"rtl/{node}.v"]
+    ports = _axis_ports(text, node)
+    expected = {}
+    for bus, signals in (("s_axis", {"tdata": ("input", width), "tvalid": ("input", 1),
+                                     "tready": ("output", 1), "tlast": ("input", 1),
+                                     "tdest": ("input", ids), "tuser": ("input", tuser)}),
+                         ("m_axis", {"tdata": ("output", width), "tvalid": ("output", 1),
+                                     "tready": ("input", 1), "tlast": ("output", 1),
+                                     "tid": ("output", ids)})):
+        for signal, (way, bits) in signals.items():
+            expected[f"{ep}_{bus}_{signal}"] = (
+                way, bits, f"xilinx.com:interface:axis:1.0 {ep}_{bus} {signal.upper()}")
+    assert ports == expected

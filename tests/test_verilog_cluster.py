@@ -304,19 +304,18 @@ def _unit_wires(u: Unit, cluster: Cluster) -> list[str]:
            f"wire [31:0] {v}_copies_sent, {v}_frames_sent, {v}_received;",
            f"wire {v}_done;"]
     ports = cluster.ports[u.node]
-    for side, layout, to_dut in (("s", axis_tx_layout(cfg), True),
-                                 ("m", axis_rx_layout(cfg), False)):
-        name = f"{u.endpoint}_{side}_axis__payload"
-        assert ports[name][1] == layout.size, f"{u.node}.{name}: width differs from layout"
-        out.append(f"wire {_vec(layout.size)}{v}_{side}_payload;")
-        for field, info in layout:
-            # The design packs a stream's payload low field first (Amaranth's layout).
-            sel = f"{v}_{side}_payload[{info.offset + info.width - 1}:{info.offset}]"
-            if to_dut:
-                out.append(f"assign {sel} = {v}_s_{field};")
-            else:
-                out.append(f"assign {v}_m_{field} = {sel};")
+    for side, field, width in _axis_fields(u):
+        name = f"{u.endpoint}_{side}_axis_{field}"
+        assert ports[name][1] == width, f"{u.node}.{name}: width differs from the layout"
     return out
+
+
+def _axis_fields(u: Unit) -> list[tuple[str, str, int]]:
+    """(side, AXI4-Stream signal, width) of every port of ``u``'s endpoint."""
+    return [(side, field, width)
+            for side, layout in (("s", axis_tx_layout(u.config)), ("m", axis_rx_layout(u.config)))
+            for field, width in (("tvalid", 1), ("tready", 1),
+                                 *((f, info.width) for f, info in layout))]
 
 
 def _instance(p: NodePlan, units: list[Unit], cluster: Cluster) -> list[str]:
@@ -324,11 +323,8 @@ def _instance(p: NodePlan, units: list[Unit], cluster: Cluster) -> list[str]:
     conn = {"clk": f"clk_{n}", "rst": f"rst_{n}", "link_up": f"{n}_link_up",
             "dropped": f"{n}_dropped"}
     for u in units:
-        v = f"u{u.index}"
-        for side in ("s", "m"):
-            for member in ("valid", "ready", "payload"):
-                suffix = f"t{member}" if member != "payload" else "payload"
-                conn[f"{u.endpoint}_{side}_axis__{member}"] = f"{v}_{side}_{suffix}"
+        for side, field, _ in _axis_fields(u):
+            conn[f"{u.endpoint}_{side}_axis_{field}"] = f"u{u.index}_{side}_{field}"
     for port in p.ports:
         q = f"{n}_p{port.port}"
         conn[f"port{port.port}_clk_in"] = f"pclk_{q}"

@@ -39,10 +39,9 @@ module tb;
   reg s_valid = 0;
   wire s_ready, m_valid;
   wire [{rx_bits}:0] m_payload;
-  {node} dut (.clk(clk), .rst(rst), .app_s_axis__payload(s_payload),
-    .app_s_axis__valid(s_valid), .app_s_axis__ready(s_ready),
-    .app_m_axis__payload(m_payload), .app_m_axis__valid(m_valid),
-    .app_m_axis__ready(1'b1){ties});
+  {node} dut (.clk(clk), .rst(rst), {fields},
+    .app_s_axis_tvalid(s_valid), .app_s_axis_tready(s_ready),
+    .app_m_axis_tvalid(m_valid), .app_m_axis_tready(1'b1){ties});
   task send(input [{tx_bits}:0] beat);
     begin
       s_payload <= beat;
@@ -95,8 +94,13 @@ def test_a_node_delivers_its_packets_to_itself_under_icarus(tmp_path):
 
     sends = "\n".join(f"    send({tx.size}'h{beat(d, i == len(f) - 1):x});"
                       for f in FRAMES for i, d in enumerate(f))
+    # the AXI4-Stream signals, each a field of the testbench's packed beats
+    fields = ",\n    ".join(
+        f".app_{side}_axis_{name}({side}_payload[{info.offset + info.width - 1}:{info.offset}])"
+        for side, layout in (("s", tx), ("m", rx)) for name, info in layout)
     (tmp_path / "tb.v").write_text(TB.format(
-        node=node.node, tx_bits=tx.size - 1, rx_bits=rx.size - 1, ties=ties, sends=sends))
+        node=node.node, tx_bits=tx.size - 1, rx_bits=rx.size - 1, ties=ties, sends=sends,
+        fields=fields))
     program = tmp_path / "tb.vvp"
     compiled = subprocess.run([iverilog, "-g2012", "-o", str(program), "-s", "tb",
                                str(tmp_path / "tb.v"), str(rtl), str(MODELS)],

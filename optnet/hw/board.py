@@ -50,6 +50,7 @@ from amaranth.lib.wiring import In, Out
 
 from optnet.devices.plls import MHZ
 from optnet.hw.endpoint import axis_rx_layout, axis_tx_layout
+from optnet.hw.verilog import ports_of
 from optnet.plan import NodePlan
 from optnet.plan.clocks import IOPLL_MODULE, PllSetting, clock_plan, refclk_port_name
 from optnet.plan.pins import NET_INSTANCE, top_ports
@@ -99,16 +100,13 @@ def attach_endpoint(m: Module, plan: NodePlan, index: int, tx: stream.Interface,
 def network_ports(plan: NodePlan) -> list[tuple[str, str, int]]:
     """(Verilog port name, ``"i"``/``"o"``, width) of every port of the network module, as
     :func:`optnet.hw.verilog.to_verilog` names them: the ``sync`` domain's ``clk`` and
-    ``rst``, then the component's signals (``<member>__<field>`` for stream members)."""
+    ``rst``, then the component's (:func:`~optnet.hw.verilog.ports_of`: an endpoint's
+    streams as AXI4-Stream signals, ``<endpoint>_s_axis_tdata`` and so on)."""
     from optnet.hw.top import NodeTop
     top = NodeTop(plan)
     ports = [("clk", "i", 1), ("rst", "i", 1)]
-    for path, member, value in top.signature.flatten(top):
-        value = Value.cast(value)
-        if not isinstance(value, Signal):
-            continue
-        name = "__".join(str(part) for part in path)
-        ports.append((name, "i" if member.flow == In else "o", len(value)))
+    ports += [(name, "i" if inp else "o", len(value))
+              for name, inp, value in ports_of(top.signature, top)]
     # The component (and its adapters) only give a port list here; none is elaborated.
     for obj in (top, *top._adapters.values()):
         obj._MustUse__silence = True
@@ -315,12 +313,12 @@ class BoardTop(wiring.Component):
             tx = stream.Signature(axis_tx_layout(cfg)).create(path=(name, "s_axis"))
             rx = stream.Signature(axis_rx_layout(cfg)).create(path=(name, "m_axis"))
             m.d.comb += [
-                sigs[f"{name}_s_axis__payload"].eq(Value.cast(tx.payload)),
-                sigs[f"{name}_s_axis__valid"].eq(tx.valid),
-                tx.ready.eq(sigs[f"{name}_s_axis__ready"]),
-                Value.cast(rx.payload).eq(sigs[f"{name}_m_axis__payload"]),
-                rx.valid.eq(sigs[f"{name}_m_axis__valid"]),
-                sigs[f"{name}_m_axis__ready"].eq(rx.ready),
+                *(sigs[f"{name}_s_axis_{f}"].eq(tx.payload[f]) for f, _ in tx.payload.shape()),
+                sigs[f"{name}_s_axis_tvalid"].eq(tx.valid),
+                tx.ready.eq(sigs[f"{name}_s_axis_tready"]),
+                *(rx.payload[f].eq(sigs[f"{name}_m_axis_{f}"]) for f, _ in rx.payload.shape()),
+                rx.valid.eq(sigs[f"{name}_m_axis_tvalid"]),
+                sigs[f"{name}_m_axis_tready"].eq(rx.ready),
             ]
             status.append(attach_endpoint(m, plan, i, tx, rx))
 

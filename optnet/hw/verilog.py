@@ -24,24 +24,57 @@ from amaranth.hdl import (
     Value,
     _nir,  # the netlist's types (memory_contents_at_once): private, pinned as above
 )
-from amaranth.lib import wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In
 
-__all__ = ["Lowered", "component_ports", "instantiate", "lower", "memory_contents_at_once",
-           "module_ports", "to_verilog"]
+__all__ = ["Lowered", "instantiate", "lower", "memory_contents_at_once", "module_ports",
+           "ports_of", "to_verilog"]
 
 
-def component_ports(component: wiring.Component) -> list[Signal]:
-    """The signals of ``component``'s interface, without the constants that
-    ``always_ready``/``always_valid`` streams have in place of a signal."""
+def ports_of(signature: wiring.Signature, iface) -> list[tuple[str, bool, Value]]:
+    """Every port a component of ``signature`` has in Verilog, as (name, ``True`` for an
+    input, value of ``iface``: the component, or an interface ``signature`` created).
+
+    A stream member whose payload is a struct with a ``tdata`` field is an AXI4-Stream
+    interface and comes out as its AXI4-Stream signals, ``<member>_tvalid``,
+    ``<member>_tready`` and ``<member>_<field>`` for each payload field (``tdata``,
+    ``tlast``, ``tdest``, ...), so that vendor tools see one; every other signal is named
+    as Amaranth names it, its member path joined by ``__``. Constants (the ``ready`` of an
+    always-ready stream) are not ports.
+    """
     ports = []
-    for _, _, value in component.signature.flatten(component):
-        # Stream payloads with a layout are views; their signal is the port. Constants
-        # (the ``ready`` of an always-ready stream) are not ports.
+    for path, member, value in signature.flatten(iface):
         value = Value.cast(value)
-        if isinstance(value, Signal):
-            ports.append(value)
+        if not isinstance(value, Signal):
+            continue
+        inp = member.flow == In
+        outer = signature.members[path[0]]
+        if len(path) == 2 and _is_axis(outer):
+            name = path[0]
+            if path[1] == "payload":
+                view = getattr(iface, name).payload
+                ports += [(f"{name}_{field}", inp, Value.cast(view[field]))
+                          for field, _ in view.shape()]
+            else:
+                ports.append((f"{name}_t{path[1]}", inp, value))
+            continue
+        ports.append((_port_name(path), inp, value))
     return ports
+
+
+def _is_axis(member: wiring.Member) -> bool:
+    # a stream member whose payload is an AXI4-Stream beat (see ports_of)
+    if not member.is_signature or not isinstance(member.signature, stream.Signature):
+        return False
+    layout = member.signature.members["payload"].shape
+    return isinstance(layout, data.StructLayout) and "tdata" in layout.members
+
+
+def _axis_attrs(name: str) -> dict[str, str]:
+    # Vivado's IP integrator reads the interface of an AXI4-Stream port from this attribute
+    # (other tools ignore it): ``<member>_t<signal>`` is signal T<SIGNAL> of bus <member>.
+    bus, _, signal = name.rpartition("_")
+    return {"X_INTERFACE_INFO": f"xilinx.com:interface:axis:1.0 {bus} {signal.upper()}"}
 
 
 #: An ``initial`` block that only zeroes the storage of an ``amaranth.lib.fifo`` FIFO (its
@@ -75,9 +108,18 @@ def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = 
     no reason. Memories whose zeros matter (credit counters, tables) keep them.
     """
     clocks = [ClockDomain(domain) for domain in domains]
-    ports = component_ports(component) + [s for cd in clocks for s in (cd.clk, cd.rst)]
+    ports, links = [], []
+    for port, inp, value in ports_of(component.signature, component):
+        if isinstance(value, Signal) and value.name == port:
+            ports.append(value)
+            continue
+        # an AXI4-Stream signal: a port of its own, joined to the member's field
+        outer = Signal(len(value), name=port, attrs=_axis_attrs(port))
+        ports.append(outer)
+        links.append(value.eq(outer) if inp else outer.eq(value))
+    ports += [s for cd in clocks for s in (cd.clk, cd.rst)]
     with deep_expressions(), memory_contents_at_once():
-        fragment = Fragment.get(_WithDomains(component, clocks), platform)
+        fragment = Fragment.get(_Shell(component, clocks, links), platform)
         rtlil_text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
     # Amaranth's own script keeps combinational processes (``proc -nomux``), which Yosys
     # writes as ``always @*`` blocks: one assigning a constant has no sensitivity and never
@@ -152,14 +194,17 @@ def memory_contents_at_once() -> Iterator[None]:
         emitter.emit_memory = original
 
 
-class _WithDomains(Elaboratable):
-    # ``component``'s fragment with ``clocks`` defined at its top.
-    def __init__(self, component: wiring.Component, clocks: list[ClockDomain]):
-        self.component, self.clocks = component, clocks
+class _Shell(Elaboratable):
+    # ``component``'s fragment with ``clocks`` defined at its top and the ``links``
+    # (assignments between its signals and ports of their own) made there, in the same
+    # module rather than one around it.
+    def __init__(self, component: wiring.Component, clocks: list[ClockDomain], links: list):
+        self.component, self.clocks, self.links = component, clocks, links
 
     def elaborate(self, platform):
         fragment = Fragment.get(self.component, platform)
         fragment.add_domains(*self.clocks)
+        fragment.add_statements("comb", *self.links)
         return fragment
 
 
@@ -185,8 +230,7 @@ def module_ports(signature: wiring.Signature, domains: Iterable[str]) -> set[str
     """The ports :func:`to_verilog` gives a component of ``signature`` whose logic is in
     clock ``domains``: every signal of the signature, and each domain's clock and reset
     (:func:`_clock_ports`)."""
-    ports = {_port_name(path) for path, _, value in signature.flatten(signature.create())
-             if isinstance(Value.cast(value), Signal)}
+    ports = {name for name, _, _ in ports_of(signature, signature.create())}
     return ports.union(*(_clock_ports(domain) for domain in domains))
 
 
@@ -241,11 +285,8 @@ def instantiate(m: Module, name: str, module: str, signature: wiring.Signature,
     which ``m`` uses it, as it would the component. ``domains`` maps each of the module's
     clock domains to the domain of ``m`` that drives it."""
     iface = signature.create(path=(name,))
-    args = {}
-    for path, member, value in signature.flatten(iface):
-        value = Value.cast(value)
-        if isinstance(value, Signal):
-            args[f"{'o' if member.flow == Out else 'i'}_{_port_name(path)}"] = value
+    args = {f"{'i' if inp else 'o'}_{port}": value
+            for port, inp, value in ports_of(signature, iface)}
     for inner, outer in domains.items():
         clk, rst = _clock_ports(inner)
         args[f"i_{clk}"], args[f"i_{rst}"] = ClockSignal(outer), ResetSignal(outer)

@@ -1,0 +1,78 @@
+"""The UART register bridge against a host model: reads, writes, noise before a command."""
+
+from __future__ import annotations
+
+import pytest
+from amaranth.sim import Simulator
+
+from optnet.hw.uart import READ, WRITE, WRITTEN, UartBridge
+
+DIV = 7     # clock cycles per bit (odd: the sampling point is not on a cycle boundary)
+
+
+def _frame(byte: int) -> list[int]:
+    return [0, *(byte >> i & 1 for i in range(8)), 1]
+
+
+def _talk(sent: list[int], registers: dict[int, int], answers: int, gap: int = 3):
+    """The host sends ``sent`` (bytes, ``gap`` idle bits between them); the bridge's bus
+    reads ``registers`` and records writes. Returns the bytes the host received and the
+    writes (address, data) in order."""
+    dut = UartBridge(DIV)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    received, writes = [], []
+
+    async def bench(ctx):
+        line = [1] * 5
+        for byte in sent:
+            line += _frame(byte) + [1] * gap
+        bits = [b for b in line for _ in range(DIV)]
+        frame, timer = None, 0
+        for cycle in range(len(bits) + 60 * DIV * answers):
+            ctx.set(dut.rx, bits[cycle] if cycle < len(bits) else 1)
+            ctx.set(dut.bus.r_data, registers.get(ctx.get(dut.bus.addr), 0))
+            if ctx.get(dut.bus.w_en):
+                writes.append((ctx.get(dut.bus.addr), ctx.get(dut.bus.w_data)))
+            # the host samples each bit in its middle
+            tx = ctx.get(dut.tx)
+            if frame is None and not tx:
+                frame, timer = [], DIV // 2
+            elif frame is not None:
+                timer -= 1
+                if timer == 0:
+                    frame.append(tx)
+                    timer = DIV
+                    if len(frame) == 10:
+                        assert frame[0] == 0 and frame[9] == 1, "framing"
+                        received.append(sum(b << i for i, b in enumerate(frame[1:9])))
+                        frame = None
+                        if len(received) == answers:
+                            return
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    return received, writes
+
+
+def test_read_answers_the_register_big_endian():
+    received, writes = _talk([READ, 0x12, 0x34], {0x1234: 0xDEADBEEF}, 4)
+    assert received == [0xDE, 0xAD, 0xBE, 0xEF] and writes == []
+
+
+def test_write_then_read_back_and_an_unknown_address_reads_zero():
+    received, writes = _talk([WRITE, 0x01, 0x02, 0xCA, 0xFE, 0x00, 0x01, READ, 0x00, 0x07],
+                             {}, 5, gap=40)
+    assert writes == [(0x0102, 0xCAFE0001)]
+    assert received == [WRITTEN, 0, 0, 0, 0]
+
+
+def test_bytes_before_a_command_are_ignored():
+    received, _ = _talk([0x00, 0x55, 0xFF, READ, 0x00, 0x00], {0: 0x4F50544E}, 4)
+    assert bytes(received) == b"OPTN"
+
+
+def test_too_fast_a_uart_is_refused():
+    with pytest.raises(ValueError, match="at least 4 clock cycles per bit"):
+        UartBridge(3)
