@@ -225,13 +225,13 @@ def _resources_or_exit(routed, plans) -> list:
     return out
 
 
-def _plans_or_exit(result, file: str, nodes: str | None):
+def _plans_or_exit(result, file: str, nodes: str | None, bringup: bool = True):
     """The hardware plans of ``result.routed`` (only ``nodes``, comma-separated, when
-    given); exit 2 for an unknown node. Lint has already refused (E3xx) a cluster whose
-    hardware cannot be planned."""
+    given; with the bring-up kit or not); exit 2 for an unknown node. Lint has already
+    refused (E3xx) a cluster whose hardware cannot be planned."""
     from optnet.plan import plan
 
-    plans = plan(result.routed)
+    plans = plan(result.routed, bringup=bringup)
     if nodes:
         wanted = {n.strip() for n in nodes.split(",") if n.strip()}
         unknown = sorted(wanted - {p.node for p in plans})
@@ -260,8 +260,12 @@ def _plans_or_exit(result, file: str, nodes: str | None):
 @click.option("--resources", is_flag=True,
               help="Also synthesise one node per hardware role with Yosys for the report's "
                    "resources (cached by content).")
+@click.option("--bringup/--no-bringup", default=True, show_default=True,
+              help="Drive the board tops' endpoints with the bring-up kit (traffic "
+                   "generators and checkers, counters, UART registers; docs/bringup.md), "
+                   "or leave them idle.")
 def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool, seed: int,
-          timing_allow_fail: bool, resources: bool) -> None:
+          timing_allow_fail: bool, resources: bool, bringup: bool) -> None:
     """Build FILE into OUTPUT: lint, route, plan, lower and emit every node's folder,
     the cabling plan, the drawing and the manifest (see docs/build.md).
 
@@ -284,7 +288,7 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
     with _claimed(output, replace=True):
         with err.status("lint and route"):
             result = _lint_or_exit(file)
-        plans = _plans_or_exit(result, file, nodes)
+        plans = _plans_or_exit(result, file, nodes, bringup)
         columns = (TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[item]}"))
         with Progress(*columns, console=err, transient=not err.is_terminal) as bar:

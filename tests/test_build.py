@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -48,8 +49,7 @@ def ring_build(tmp_path_factory) -> Path:
 def test_tree_has_every_file_and_the_manifest_hashes_them(ring_build):
     tree = _tree(ring_build)
     expected = {"manifest.json", "report.json", "report.md", "report.html", "cabling.csv",
-                "cabling.md",
-                "topology.svg"}
+                "cabling.md", "topology.svg", "host/optnet_host.py", "host/optnet_host.h"}
     for n in ("n0", "n1", "n2", "n3"):
         expected |= {f"nodes/{n}/{f.format(n=n)}" for f in NODE_FILES}
     assert set(tree) == expected
@@ -88,6 +88,55 @@ def test_node_readme_and_core(ring_build):
     readme = (ring_build / "nodes/n1/README.md").read_text()
     assert "| 1 | gpio_link0 | 0, 1 | lvds | 160Mbps | n0.gpio_link0 |" in readme
     assert "| app | 32 | yes | `app_s_axis_*` | `app_m_axis_*` |" in readme
+    # the LED map and the bring-up registers (issue 21)
+    assert "| 0 | B2 | heartbeat: about 1 Hz while the network clock runs" in readme
+    assert "| 1 | C2 | link 0 (router port 1, gpio_link0) up |" in readme
+    assert "| 3 | D2 | off (no link left to show) |" in readme
+    assert "| 7 | H3 | trouble: a packet dropped, or a bring-up checker" in readme
+    assert "| 0x1004 | `app.received` | r | packets checked |" in readme
+    assert "FPGA TX L4, RX M1" in readme
+
+
+def test_host_module_and_header(ring_build, tmp_path):
+    """The host module names the nodes, endpoints and registers, and speaks the UART
+    protocol (against a stand-in for the serial port); the header compiles."""
+    namespace: dict = {}
+    exec((ring_build / "host/optnet_host.py").read_text(), namespace)
+    assert namespace["NODES"] == {"n0": 0, "n1": 1, "n2": 2, "n3": 3}
+    assert namespace["ENDPOINTS"] == {"app": 0} and namespace["LINKS"]["n2"] == 2
+    regs = namespace["REGISTERS"]
+    assert (regs["magic"], regs["link1.crc_errors"], regs["app.bad_beats"]) == (
+        0, 0x111, 0x1006)
+
+    class Port:
+        def __init__(self, answer):
+            self.sent, self.answer = b"", answer
+
+        def write(self, data):
+            self.sent += data
+
+        def read(self, n):
+            out, self.answer = self.answer[:n], self.answer[n:]
+            return out
+
+    port = Port(b"OPTN")
+    assert namespace["read"](port, 0) == namespace["MAGIC"] and port.sent == b"r\x00\x00"
+    port = Port(b"k")
+    namespace["write"](port, 0x1000, 1)
+    assert port.sent == b"w\x10\x00\x00\x00\x00\x01"
+    with pytest.raises(TimeoutError, match="no answer to a read of register 0x1004"):
+        namespace["read"](Port(b""), 0x1004)
+    header = ring_build / "host/optnet_host.h"
+    test = tmp_path / "t.c"
+    test.write_text(f'#include "{header}"\n'
+                    "_Static_assert(OPTNET_REG_APP_RECEIVED == 0x1004u, \"address\");\n"
+                    "_Static_assert(OPTNET_NODE_N3 == 3u, \"id\");\n")
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler to check the header with")
+    result = subprocess.run([cc, "-fsyntax-only", "-Wall", "-Werror", str(test)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
 
 
 def test_core_parses_with_fusesoc(ring_build):

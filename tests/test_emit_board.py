@@ -52,6 +52,8 @@ def _board_pins(board) -> set[str]:
         pins |= {clock.pin, clock.p, clock.n}
     if board.leds:
         pins |= set(board.leds.pins)
+    if board.uart:
+        pins |= {board.uart.tx, board.uart.rx}
     for port in board.ports.values():
         if port.refclk:
             pins |= {port.refclk.p, port.refclk.n, port.refclk.site}

@@ -8,8 +8,19 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
-from optnet.hw.bringup import SEQ_BITS, TrafficCheck, TrafficGen, expected_packet, seed
+from optnet.hw.bringup import (
+    SEQ_BITS,
+    BringUp,
+    TrafficCheck,
+    TrafficGen,
+    expected_packet,
+    seed,
+)
+from optnet.hw.uart import READ
+from optnet.plan import plan
 from optnet.plan.configs import EndpointConfig, FlitFormat
+
+from .conftest import linted_example
 
 FMT = FlitFormat(width=256, vcs=2, id_bits=2)
 
@@ -24,8 +35,8 @@ def _run(width, cycles, length=5, gap=0, corrupt=None, drop=None, ready_p=0.7, *
     to flip in the n-th packet sent; ``drop``: a packet number not delivered. Returns the
     packets each checker saw (beats' tdata) and the checkers' counters."""
     m = Module()
-    m.submodules.gen = gen = TrafficGen(_cfg(width, 1, **kw), 1)
-    checks = {n: TrafficCheck(_cfg(width, n), n) for n in (0, 2, 3)}
+    m.submodules.gen = gen = TrafficGen(_cfg(width, 1, **kw))
+    checks = {n: TrafficCheck(_cfg(width, n)) for n in (0, 2, 3)}
     for n, c in checks.items():
         m.submodules[f"check{n}"] = c
     sim = Simulator(m)
@@ -35,6 +46,9 @@ def _run(width, cycles, length=5, gap=0, corrupt=None, drop=None, ready_p=0.7, *
 
     async def bench(ctx):
         rng = random.Random(width)
+        ctx.set(gen.node_id, 1)
+        for n, c in checks.items():
+            ctx.set(c.node_id, n)
         ctx.set(gen.enable, 1)
         ctx.set(gen.length, length)
         ctx.set(gen.gap, gap)
@@ -104,13 +118,14 @@ def test_length_is_cut_to_what_one_packet_carries():
 
 
 def test_on_a_direct_node_the_first_beat_carries_the_length_in_tuser():
-    gen = TrafficGen(_cfg(32, 1, length_bits=16), 1)
+    gen = TrafficGen(_cfg(32, 1, length_bits=16))
     assert gen.limit() == (1 << 16) - 1
     sim = Simulator(gen)
     sim.add_clock(1e-8)
     users = []
 
     async def bench(ctx):
+        ctx.set(gen.node_id, 1)
         ctx.set(gen.enable, 1)
         ctx.set(gen.length, 3)
         ctx.set(gen.s_axis.ready, 1)
@@ -128,3 +143,70 @@ def test_seed_is_never_zero_and_holds_the_sequence_number():
     assert seed(0, 0, 0) == 1
     assert seed(3, 2, 5) >> 1 & ((1 << SEQ_BITS) - 1) == 5
     assert seed(1, 0, 0) != seed(0, 1, 0)
+
+
+def test_bring_up_kits_of_a_cluster_exchange_traffic_and_answer_over_the_uart():
+    """The kits of the four ULX3S ring nodes, their endpoints joined by an ideal network
+    (each beat to its ``tdest``'s kit, the source in ``tid``): every node's checker counts
+    packets from the others and no error, and node 0's UART answers a read of its magic and
+    of its received packets, which match its checker."""
+    plans = plan(linted_example("ulx3s_ring4").routed)
+    m = Module()
+    kits = [BringUp(p, 4 if p.node_id == 0 else None) for p in plans]
+    for p, kit in zip(plans, kits, strict=True):
+        m.submodules[p.node] = kit
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    got = {}
+
+    async def bench(ctx):
+        for p, kit in zip(plans, kits, strict=True):
+            ctx.set(kit.node_id, p.node_id)
+            ctx.set(kit.link_up, 0b11)
+        line = []
+        for byte in (READ, 0x00, 0x00, READ, 0x10, 0x04):
+            line += [0, *(byte >> i & 1 for i in range(8)), 1, 1]
+        bits = [1] * 20 + [b for b in line for _ in range(4)]
+        answer, frame, owner = [], None, {}
+        for cycle in range(1200):
+            ctx.set(kits[0].uart_rx, bits[cycle] if cycle < len(bits) else 1)
+            tx = ctx.get(kits[0].uart_tx)
+            if frame is None and not tx:
+                frame, timer = [], 2
+            elif frame is not None:
+                timer -= 1
+                if timer == 0:
+                    frame.append(tx)
+                    timer = 4
+                    if len(frame) == 10:
+                        answer.append(sum(b << i for i, b in enumerate(frame[1:9])))
+                        frame = None
+            # the network: each beat to its destination's endpoint, a packet at a time
+            for kit in kits:
+                ctx.set(kit.app_rx.valid, 0)
+            taken = set()
+            for src, kit in enumerate(kits):
+                ready = 0
+                if ctx.get(kit.app_tx.valid):
+                    beat = ctx.get(kit.app_tx.payload)
+                    if owner.get(beat.tdest, src) == src and beat.tdest not in taken:
+                        taken.add(beat.tdest)
+                        owner[beat.tdest] = src
+                        if beat.tlast:
+                            del owner[beat.tdest]
+                        dst = kits[beat.tdest]
+                        ctx.set(dst.app_rx.valid, 1)
+                        ctx.set(dst.app_rx.payload, {"tdata": beat.tdata, "tlast": beat.tlast,
+                                                     "tid": src})
+                        ready = 1
+                ctx.set(kit.app_tx.ready, ready)
+            await ctx.tick()
+        got["answer"] = answer
+        got["trouble"] = [ctx.get(k.trouble) for k in kits]
+
+    sim.add_testbench(bench)
+    sim.run()
+    answer = got["answer"]
+    assert bytes(answer[:4]) == b"OPTN"
+    assert int.from_bytes(bytes(answer[4:8]), "big") > 10     # app.received on node 0
+    assert got["trouble"] == [0, 0, 0, 0]

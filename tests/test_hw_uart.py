@@ -1,11 +1,16 @@
-"""The UART register bridge against a host model: reads, writes, noise before a command."""
+"""The UART register bridge against a host model (reads, writes, noise before a command),
+and the register file behind it."""
 
 from __future__ import annotations
 
 import pytest
 from amaranth.sim import Simulator
 
-from optnet.hw.uart import READ, WRITE, WRITTEN, UartBridge
+from optnet.hw.uart import READ, WRITE, WRITTEN, RegisterFile, UartBridge
+from optnet.plan import plan
+from optnet.plan.registers import register_map
+
+from .conftest import linted_example
 
 DIV = 7     # clock cycles per bit (odd: the sampling point is not on a cycle boundary)
 
@@ -76,3 +81,37 @@ def test_bytes_before_a_command_are_ignored():
 def test_too_fast_a_uart_is_refused():
     with pytest.raises(ValueError, match="at least 4 clock cycles per bit"):
         UartBridge(3)
+
+
+def test_register_file_reads_writes_and_keeps_read_only_registers():
+    node = plan(linted_example("ulx3s_ring4").routed)[0]
+    regs = RegisterFile(register_map(node))
+    sim = Simulator(regs)
+    sim.add_clock(1e-8)
+    got = {}
+
+    async def bench(ctx):
+        ctx.set(regs.magic, 0x4F50544E)
+        ctx.set(regs.link1_crc_errors, 9)
+
+        async def read(addr):
+            ctx.set(regs.bus.addr, addr)
+            await ctx.delay(1e-9)
+            return ctx.get(regs.bus.r_data)
+
+        got["init"] = await read(0x1001)                  # app.length
+        for addr, value in ((0x1000, 1), (0x1001, 5), (0x0000, 0), (0x0110, 3)):
+            ctx.set(regs.bus.addr, addr)
+            ctx.set(regs.bus.w_data, value)
+            ctx.set(regs.bus.w_en, 1)
+            await ctx.tick()
+        ctx.set(regs.bus.w_en, 0)
+        got["after"] = [await read(a) for a in (0x0000, 0x0111, 0x1000, 0x1001, 0x0007)]
+        got["control"] = ctx.get(regs.app_control)
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert got["init"] == node.endpoints[0].max_packet - 1
+    # magic and link1.crc_errors read their inputs; a write to them, or to no register,
+    # changes nothing; app.control and app.length keep what was written
+    assert got["after"] == [0x4F50544E, 9, 1, 5, 0] and got["control"] == 1

@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from optnet.boards import load_board_file
-from optnet.emit.build import CableRow, fusesoc_core
+from optnet.emit.build import CableRow, fusesoc_core, node_readme
 from optnet.emit.constraints import constraint_files
 from optnet.emit.env import EscapeError, render_template
 from optnet.emit.escape import Raw
@@ -617,10 +617,7 @@ def test_markdown_rows_keep_their_columns(payload):
 
 
 def _readme(plan, board) -> str:
-    return render_template(
-        "docs/node_readme.md.j2", plan=plan, board=board, files=["a"], cluster="c",
-        endpoints=list(zip(plan.endpoint_names, plan.endpoints, strict=True)),
-        rate=str, clock=str)
+    return node_readme(plan, board, ["a"], "c")
 
 
 @pytest.mark.parametrize("payload", IDS)

@@ -41,6 +41,7 @@ from click.testing import CliRunner
 
 from optnet.cli import cli
 from optnet.hw.endpoint import axis_rx_layout, axis_tx_layout
+from optnet.hw.top import LINK_COUNTERS
 from optnet.plan import NodePlan, plan
 from optnet.plan.configs import EndpointConfig
 from optnet.routing.route import Routed
@@ -321,12 +322,13 @@ def _axis_fields(u: Unit) -> list[tuple[str, str, int]]:
 def _instance(p: NodePlan, units: list[Unit], cluster: Cluster) -> list[str]:
     n = p.node
     conn = {"clk": f"clk_{n}", "rst": f"rst_{n}", "link_up": f"{n}_link_up",
-            "dropped": f"{n}_dropped"}
+            "dropped": f"{n}_dropped", "node_id": ""}
     for u in units:
         for side, field, _ in _axis_fields(u):
             conn[f"{u.endpoint}_{side}_axis_{field}"] = f"u{u.index}_{side}_{field}"
-    for port in p.ports:
+    for k, port in enumerate(p.ports):
         q = f"{n}_p{port.port}"
+        conn.update((f"link{k}_{name}", "") for name in LINK_COUNTERS)    # (not watched)
         conn[f"port{port.port}_clk_in"] = f"pclk_{q}"
         conn[f"port{port.port}_rst_in"] = f"prst_{q}"
         for pad in LVDS_OUT_PADS + LVDS_IN_PADS:

@@ -4,8 +4,9 @@ The tree is the one of DESIGN §6 (see ``docs/build.md``); :func:`optnet.pipelin
 runs the stages and assembles it, and :func:`optnet.emit.writer.write_tree` writes it. This
 module emits its parts: per node, the folder's files around the lowered Verilog (lint
 stubs, constraints, tables, vendor project, documentation and FuseSoC core:
-:func:`node_folder_files`); per cluster, the cabling plan, the drawing and the build's part
-of the report (:func:`cluster_files`); and ``manifest.json`` (:func:`manifest`), which
+:func:`node_folder_files`); per cluster, the cabling plan, the drawing, the host module
+and header (:func:`host_files`) and the build's part of the report (:func:`cluster_files`);
+and ``manifest.json`` (:func:`manifest`), which
 lists every file with its SHA-256, the inputs' hashes and the optnet version. It holds no
 time stamp, so equal inputs give equal bytes.
 """
@@ -30,6 +31,8 @@ from optnet.emit.tables import render_c_header, render_hex
 from optnet.emit.writer import manifest_text, sha256
 from optnet.plan import NodePlan
 from optnet.plan.ip import ecp5_device, ise_part
+from optnet.plan.pins import led_map
+from optnet.plan.registers import MAGIC, register_map
 from optnet.routing.export import route_json
 from optnet.routing.metrics import compute_metrics
 from optnet.routing.route import Routed
@@ -38,7 +41,7 @@ from optnet.spec.models import BoardDesc
 from optnet.units import Dimension, Quantity, format_quantity
 
 __all__ = ["BUILD_FORMAT", "CableRow", "ClusterFiles", "cabling_rows", "cluster_files",
-           "fusesoc_core", "manifest", "node_folder_files"]
+           "fusesoc_core", "host_files", "manifest", "node_folder_files", "node_readme"]
 
 #: Version of the build tree's layout and of ``manifest.json``.
 BUILD_FORMAT = 1
@@ -78,11 +81,19 @@ def node_folder_files(plan: NodePlan, rep: NodePlan, rep_files: Mapping[str, str
     files.update(project_files(plan, board, sorted(files)))
     names = [*sorted(files), f"{plan.node}.core", "README.md"]
     files[f"{plan.node}.core"] = fusesoc_core(plan, board, sorted(files), cluster)
-    files["README.md"] = render_template(
-        "docs/node_readme.md.j2", plan=plan, board=board, files=names, cluster=cluster,
-        endpoints=list(zip(plan.endpoint_names, plan.endpoints, strict=True)),
-        rate=_rate, clock=_clock)
+    files["README.md"] = node_readme(plan, board, names, cluster)
     return files
+
+
+def node_readme(plan: NodePlan, board: BoardDesc, files: Sequence[str], cluster: str) -> str:
+    """The ``README.md`` of a node folder holding ``files``: how to build it, its links,
+    endpoint ports, LEDs and bring-up registers."""
+    return render_template(
+        "docs/node_readme.md.j2", plan=plan, board=board, files=files, cluster=cluster,
+        endpoints=list(zip(plan.endpoint_names, plan.endpoints, strict=True)),
+        leds=list(zip(led_map(plan, board), board.leds.pins if board.leds else (),
+                      strict=True)),
+        registers=register_map(plan), rate=_rate, clock=_clock)
 
 
 def fusesoc_core(plan: NodePlan, board: BoardDesc, files: Sequence[str], cluster: str) -> str:
@@ -241,10 +252,29 @@ def cluster_files(routed: Routed, plans: Sequence[NodePlan],
         "cabling.md": render_template("docs/cabling.md.j2", rows=rows,
                                       cluster=routed.cluster.name),
         "topology.svg": topology_svg(routed.cluster),
+        **host_files(routed, plans),
     }
     return ClusterFiles(files, build, render_template(
         "docs/build_report.md.j2", r=routed, m=metrics, plans=plans, rows=rows,
         clock=_clock, placed=placed))
+
+
+def host_files(routed: Routed, plans: Sequence[NodePlan]) -> dict[str, str]:
+    """``host/optnet_host.py`` and ``host/optnet_host.h``: the cluster's node ids, endpoint
+    numbers and bring-up register addresses (:func:`~optnet.plan.registers.register_map`,
+    every node's), and in Python the register reads and writes over a node's UART."""
+    cluster = routed.cluster
+    registers = {r.addr: r for p in plans for r in register_map(p)}
+    bauds = {n.board.uart.baud for n in cluster.nodes if n.board.uart is not None}
+    context = dict(
+        cluster=cluster.name, nodes=[(n.name, n.id) for n in cluster.nodes],
+        endpoints=plans[0].endpoint_names if plans else (),
+        link_counts=[(p.node, len(p.ports)) for p in plans], magic=MAGIC,
+        registers=[registers[a] for a in sorted(registers)],
+        baud=min(bauds) if bauds else 115200,
+        guard=f"OPTNET_HOST_{cluster.name.upper()}_H")
+    return {"host/optnet_host.py": render_template("host/optnet_host.py.j2", **context),
+            "host/optnet_host.h": render_template("host/optnet_host.h.j2", **context)}
 
 
 def manifest(routed: Routed, files: Mapping[str, bytes], inputs: Mapping[str, str],

@@ -1,16 +1,11 @@
 """Pin and clock constraint files of a node's board top.
 
 One function, :func:`constraint_files`, renders the vendor's files from the board top's
-<<<<<<< HEAD
 port and clock plan (:func:`optnet.plan.pins.board_pins`,
-:func:`optnet.plan.clocks.clock_plan`, :func:`optnet.plan.pins.clock_constraints`) through
-the templates ``<vendor>/constraints.*``:
-=======
-port and clock data (:func:`optnet.hw.board.board_pins`, :func:`~optnet.hw.board.clock_plan`,
-:func:`~optnet.hw.board.clock_constraints`) and its clock-domain crossings
-(:func:`optnet.emit.cdc.clock_crossings`: constrained per crossed clock pair, never by
-cutting whole clock groups) through the templates ``<vendor>/constraints.*``:
->>>>>>> cdc
+:func:`optnet.plan.clocks.clock_plan`, :func:`optnet.plan.pins.clock_constraints`) and its
+clock-domain crossings (:func:`optnet.emit.cdc.clock_crossings`: constrained per crossed
+clock pair, never by cutting whole clock groups) through the templates
+``<vendor>/constraints.*``:
 
 * Xilinx 7 series and UltraScale+: ``constraints/<node>.xdc`` (Vivado);
 * Xilinx Virtex-5: ``constraints/<node>.ucf`` (ISE; Vivado does not support Virtex-5);

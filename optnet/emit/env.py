@@ -14,7 +14,8 @@ which return text already in the output language:
 ``words``
     A sequence as words separated by spaces, each escaped.
 ``quoted``
-    Tcl only: a value as one double-quoted word (``"Stratix 10"``), also when empty.
+    Tcl: a value as one double-quoted word (``"Stratix 10"``), also when empty; Python: a
+    value as a string literal.
 ``code``
     Markdown only: a value as one code span.
 
@@ -89,9 +90,12 @@ def _words(_context: jinja2.runtime.Context, values: object) -> markupsafe.Marku
 
 @jinja2.pass_context
 def _quoted(_context: jinja2.runtime.Context, value: object) -> markupsafe.Markup:
-    if _language() != "tcl":
-        raise EscapeError(f"The quoted filter writes Tcl words; a {_language()} template "
-                          "cannot use it.")
+    lang = _language()
+    if lang == "python":
+        return markupsafe.Markup(escape.python_string(value))
+    if lang != "tcl":
+        raise EscapeError(f"The quoted filter writes Tcl words and Python strings; a {lang} "
+                          "template cannot use it.")
     return markupsafe.Markup(escape.tcl_quoted(value))
 
 

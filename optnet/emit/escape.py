@@ -70,7 +70,7 @@ class Raw(str):
 _LANGUAGES = {".tcl": "tcl", ".xdc": "tcl", ".sdc": "tcl", ".qsf": "tcl", ".ucf": "ucf",
               ".lpf": "lpf", "Makefile": "make", ".core": "yaml", ".csv": "csv", ".md": "md",
               ".html": "html", ".svg": "html", ".v": "verilog", ".hex": "verilog",
-              ".h": "c", ".txt": "text"}
+              ".h": "c", ".txt": "text", ".py": "python"}
 
 
 def language_of(template: str | None) -> str | None:
@@ -254,6 +254,23 @@ def _source(lang: str) -> Callable[[str], str]:
     return escape_source
 
 
+_PYTHON_WORD = re.compile(r"[A-Za-z0-9_.]*\Z")
+
+
+def python(value: str) -> str:
+    """``value`` in Python source: only a name or a number (letters, digits, ``_`` and
+    ``.``) goes in as it is; anything else must be a string (:func:`python_string`)."""
+    if not _PYTHON_WORD.match(value):
+        raise EscapeError(f"The value {_shown(value)} cannot be written into Python source "
+                          "as it is; quote it (the quoted filter).")
+    return value
+
+
+def python_string(value: object) -> str:
+    """``value`` as a Python string literal."""
+    return repr(str(value))
+
+
 def text(value: str) -> str:
     """``value`` for a terminal: control characters (escape sequences, line breaks) shown
     as ``\\xNN``."""
@@ -264,7 +281,7 @@ def text(value: str) -> str:
 ESCAPERS: dict[str, Callable[[str], str]] = {
     "tcl": tcl, "ucf": _token("UCF"), "lpf": _token("LPF"), "make": make, "yaml": yaml,
     "csv": csv_cell, "md": md, "html": html, "verilog": _source("Verilog"),
-    "c": _source("C"), "text": text,
+    "c": _source("C"), "text": text, "python": python,
 }
 
 
@@ -280,7 +297,7 @@ def escape(lang: str, value: object) -> str:
 
 #: The comment leader of each language that has line comments.
 COMMENT_PREFIX = {"tcl": "# ", "ucf": "# ", "lpf": "# ", "make": "# ", "yaml": "# ",
-                  "verilog": "// ", "c": " * ", "text": ""}
+                  "verilog": "// ", "c": " * ", "text": "", "python": "# "}
 
 # A backslash before the line end continues a Tcl or make comment onto the next line; a
 # doubled one does not. Braces count even in comments inside a Tcl braced body.

@@ -12,7 +12,7 @@ three things, all of which the generated Verilog keeps in recognisable places:
   :class:`optnet.hw.top.NodeTop`), or with block RAM tables the last word of ``table0``;
 - the routers' tables ``table<p>`` (:func:`optnet.hw.router.route_table`), or on a direct
   node its hub's two tables, ``direct_port_rom`` and ``direct_id_rom``
-  (:meth:`optnet.plan.NodePlan.direct_tables`), in place of the node id and routers.
+  (:meth:`optnet.plan.NodePlan.direct_tables`), in place of the routers.
 
 Each memory is rewritten through its ``initial`` block, which must be found exactly once
 with the expected number of words; anything else is an error rather than a silently wrong
@@ -54,7 +54,8 @@ def _memories(plan: NodePlan) -> dict[str, list[int]]:
     # the memories that differ between nodes of a role, with ``plan``'s contents
     if plan.direct is not None:
         ports, ids = plan.direct_tables()
-        return {"direct_port_rom": list(ports), "direct_id_rom": list(ids)}
+        return {"direct_port_rom": list(ports), "direct_id_rom": list(ids),
+                "node_id_rom": [plan.node_id]}
     memories = {f"table{port}": route_table(plan.router, port)
                 for port in range(plan.router.ports)}
     if not plan.router.block_tables:

@@ -17,15 +17,20 @@ after lock. Its output resets the link adapters (which synchronise it themselves
 through an :class:`~amaranth.lib.cdc.ResetSynchronizer` per domain, the network and the
 LVDS transmit domains.
 
+Endpoints
+---------
+With :attr:`~optnet.plan.NodePlan.bringup` (the default) the bring-up kit drives the
+endpoints (:class:`~optnet.hw.bringup.BringUp`: traffic to every other node, checked on
+arrival, counters and, on a board with a UART, the registers a host reads); without, they
+are idle (:func:`attach_endpoint`).
+
 Status LEDs
 -----------
-With ``n`` LEDs in the board file: LED 0 is a heartbeat (the network clock divided down to
-about 1 Hz; it flickers while an endpoint receives data, see :func:`attach_endpoint`);
-LED ``n-1`` (when ``n >= 3``) lights once the router has dropped a packet
-(``dropped != 0``); the LEDs between show ``link_up``, one per link in router port order,
-the last of them the AND of all remaining links (with two LEDs, LED 1 is "all links
-up"). Besides showing the state, the LEDs keep the network observable, so vendor
-synthesis does not trim it away.
+:func:`optnet.plan.pins.led_map` plans what each LED shows: LED 0 a heartbeat (the network
+clock divided down to about 1 Hz; it flickers while data arrives), the links' state, and
+the last LED trouble (a dropped packet, or with the bring-up kit any error it counted).
+Besides showing the state, the LEDs keep the network observable, so vendor synthesis does
+not trim it away.
 """
 
 from __future__ import annotations
@@ -49,11 +54,12 @@ from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from optnet.devices.plls import MHZ
+from optnet.hw.bringup import BringUp
 from optnet.hw.endpoint import axis_rx_layout, axis_tx_layout
 from optnet.hw.verilog import ports_of
 from optnet.plan import NodePlan
 from optnet.plan.clocks import IOPLL_MODULE, PllSetting, clock_plan, refclk_port_name
-from optnet.plan.pins import NET_INSTANCE, top_ports
+from optnet.plan.pins import NET_INSTANCE, led_map, top_ports
 from optnet.spec.models import BoardDesc
 
 __all__ = ["POR_CYCLES", "BoardTop", "attach_endpoint", "network_ports"]
@@ -66,8 +72,8 @@ def attach_endpoint(m: Module, plan: NodePlan, index: int, tx: stream.Interface,
                     rx: stream.Interface) -> Value:
     """Attach the user logic of endpoint ``index`` (in the network clock domain ``sync``).
 
-    **This is the one place the board top's per-endpoint logic goes**: the bring-up
-    traffic generator (``optnet.hw.bringup.LinkTest``) replaces the body below.
+    **This is the one place the board top's per-endpoint logic goes** when the bring-up
+    kit (:class:`~optnet.hw.bringup.BringUp`) does not drive the endpoints.
 
     Parameters
     ----------
@@ -305,9 +311,19 @@ class BoardTop(wiring.Component):
             args[f"{direction}_{name}"] = sig
         m.submodules[NET_INSTANCE] = Instance(plan.node, **args)
         m.d.comb += [sigs["clk"].eq(ClockSignal("sync")), sigs["rst"].eq(ResetSignal("sync"))]
-        if "node_id" in sigs:
-            m.d.comb += sigs["node_id"].eq(plan.node_id)
 
+        # -- the endpoints: the bring-up kit, or idle ---------------------------------------
+        kit = None
+        if plan.bringup:
+            uart = board.uart
+            divisor = None if uart is None else round(float(self.clock_plan.network_hz)
+                                                      / uart.baud)
+            m.submodules.bringup = kit = BringUp(plan, divisor)
+            m.d.comb += [kit.node_id.eq(sigs["node_id"]), kit.link_up.eq(sigs["link_up"]),
+                         kit.dropped.eq(sigs["dropped"]),
+                         *(getattr(kit, name).eq(sigs[name]) for name in kit.counters)]
+            if divisor is not None:
+                m.d.comb += [self.uart_tx.eq(kit.uart_tx), kit.uart_rx.eq(self.uart_rx)]
         status = []
         for i, (name, cfg) in enumerate(zip(plan.endpoint_names, plan.endpoints, strict=True)):
             tx = stream.Signature(axis_tx_layout(cfg)).create(path=(name, "s_axis"))
@@ -320,7 +336,13 @@ class BoardTop(wiring.Component):
                 rx.valid.eq(sigs[f"{name}_m_axis_tvalid"]),
                 sigs[f"{name}_m_axis_tready"].eq(rx.ready),
             ]
-            status.append(attach_endpoint(m, plan, i, tx, rx))
+            if kit is None:
+                status.append(attach_endpoint(m, plan, i, tx, rx))
+            else:
+                wiring.connect(m, getattr(kit, f"{name}_tx"), wiring.flipped(tx))
+                wiring.connect(m, rx, getattr(kit, f"{name}_rx"))
+        if kit is not None:
+            status.append(kit.activity)
 
         # -- link adapter pads ----------------------------------------------------------------
         gt_refclk: dict[str, Signal] = {}
@@ -388,12 +410,13 @@ class BoardTop(wiring.Component):
 
         # -- status LEDs ----------------------------------------------------------------------
         if board.leds is not None:
-            leds = self._leds(m, sigs, status)
+            leds = self._leds(m, sigs, status, None if kit is None else kit.trouble)
             m.d.comb += self.led.eq(~leds if board.leds.active_low else leds)
         return m
 
-    def _leds(self, m: Module, sigs: dict[str, Signal], status: list[Value]) -> Value:
-        n = len(self.board.leds.pins)
+    def _leds(self, m: Module, sigs: dict[str, Signal], status: list[Value],
+              trouble: Value | None) -> Value:
+        # what each LED shows is planned (optnet.plan.pins.led_map); here, its signal
         links = len(self.plan.ports)
         bits = max(1, round(math.log2(max(2, float(self.clock_plan.network_hz)))))
         beat = Signal(bits)
@@ -401,21 +424,13 @@ class BoardTop(wiring.Component):
         heartbeat = beat[-1]
         for s in status:
             heartbeat = heartbeat ^ s
-        leds = [heartbeat]
         link_up = sigs["link_up"][:links] if links else Const(1, 1)
-        dropped = Signal()
-        m.d.sync += dropped.eq(sigs["dropped"] != 0)
-        if n == 2:
-            leds.append(link_up.all())
-        elif n >= 3:
-            slots = n - 2
-            for i in range(slots):
-                if i < slots - 1 or links <= slots:
-                    leds.append(link_up[i] if i < links else Const(0, 1))
-                else:
-                    leds.append(link_up[i:].all())
-            leds.append(dropped)
-        return Cat(*leds[:n])
+        last = Signal()
+        m.d.sync += last.eq((sigs["dropped"] != 0) if trouble is None else trouble)
+        shown = {"heartbeat": lambda k: heartbeat, "link": lambda k: link_up[k],
+                 "links": lambda k: link_up[k:].all(), "none": lambda k: Const(0, 1),
+                 "trouble": lambda k: last, "dropped": lambda k: last}
+        return Cat(*(shown[role](k) for role, k in led_map(self.plan, self.board)))
 
 
 def _clock_net(instance: str, name: str) -> str:

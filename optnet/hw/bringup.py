@@ -33,9 +33,14 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.endpoint import axis_rx_layout, axis_tx_layout
+from optnet.hw.top import LINK_COUNTERS
+from optnet.hw.uart import RegisterFile, UartBridge, member_name
+from optnet.plan import NodePlan
 from optnet.plan.configs import EndpointConfig
+from optnet.plan.registers import MAGIC, MAP_VERSION, register_map
 
-__all__ = ["PRBS_BITS", "SEQ_BITS", "TrafficCheck", "TrafficGen", "prbs_words", "seed"]
+__all__ = ["PRBS_BITS", "SEQ_BITS", "BringUp", "TrafficCheck", "TrafficGen", "prbs_words",
+           "seed"]
 
 #: The PRBS's state bits (PRBS-31: x^31 + x^28 + 1).
 PRBS_BITS = 31
@@ -111,12 +116,12 @@ class TrafficGen(wiring.Component):
     Parameters
     ----------
     cfg : EndpointConfig
-        The endpoint; its ``nodes`` (every id if None) less ``node_id`` are the destinations.
-    node_id : int
-        This node's id (the seed's source).
+        The endpoint; its ``nodes`` (every id if None) but this node are the destinations.
 
     Members
     -------
+    node_id : In(id_bits)
+        This node's id (a signal, so that the hardware is the same on every node).
     s_axis : Out(stream.Signature(axis_tx_layout(cfg)))
         To the endpoint.
     enable : In(1)
@@ -130,13 +135,12 @@ class TrafficGen(wiring.Component):
         Packets sent.
     """
 
-    def __init__(self, cfg: EndpointConfig, node_id: int):
-        self.cfg, self.node_id = cfg, node_id
+    def __init__(self, cfg: EndpointConfig):
+        self.cfg = cfg
         nodes = cfg.nodes if cfg.nodes is not None else range(1 << cfg.fmt.id_bits)
-        self.peers = [n for n in nodes if n != node_id]
-        if not self.peers:
-            raise ValueError(f"node {node_id} has no other node to send bring-up traffic to")
-        super().__init__({"s_axis": Out(stream.Signature(axis_tx_layout(cfg))),
+        self.nodes = sorted(nodes)
+        super().__init__({"node_id": In(cfg.fmt.id_bits),
+                          "s_axis": Out(stream.Signature(axis_tx_layout(cfg))),
                           "enable": In(1), "length": In(16), "gap": In(16), "sent": Out(32)})
 
     def limit(self) -> int:
@@ -149,10 +153,11 @@ class TrafficGen(wiring.Component):
         cfg, w = self.cfg, self.cfg.width
         masks, step = _step_masks(w)
         ids = cfg.fmt.id_bits
-        peers = len(self.peers)
-        m.submodules.dests = dests = memory.Memory(shape=ids, depth=peers, init=self.peers)
+        peers = len(self.nodes)
+        m.submodules.dests = dests = memory.Memory(shape=ids, depth=peers, init=self.nodes)
         m.submodules.seqs = seqs = memory.Memory(shape=SEQ_BITS, depth=peers, init=[])
         turn = Signal(range(peers))
+        after = Mux(turn == peers - 1, 0, turn + 1)
         dest_r, seq_r = dests.read_port(domain="comb"), seqs.read_port(domain="comb")
         seq_w = seqs.write_port()
         m.d.comb += [dest_r.addr.eq(turn), seq_r.addr.eq(turn), seq_w.addr.eq(turn)]
@@ -166,7 +171,7 @@ class TrafficGen(wiring.Component):
         payload = self.s_axis.payload
         first = left == beats - 1
         low = min(w, SEQ_BITS)
-        seed_now = _seed_of(Const(self.node_id, ids), dest_r.data, seq_r.data[:low])
+        seed_now = _seed_of(self.node_id, dest_r.data, seq_r.data[:low])
         first_word = _apply(masks, seed_now)
         word = Mux(first, Cat(seq_r.data[:low], first_word[low:]), _apply(masks, state))
         m.d.comb += [payload.tdata.eq(word), payload.tdest.eq(dest_r.data),
@@ -176,8 +181,13 @@ class TrafficGen(wiring.Component):
         with m.If(~busy):
             with m.If(idle != 0):
                 m.d.sync += idle.eq(idle - 1)
+            with m.Elif(dest_r.data == self.node_id):
+                m.d.sync += turn.eq(after)      # (no packets to itself)
             with m.Elif(self.enable):
-                length = Mux(self.length == 0, 1, Mux(self.length > limit, limit, self.length))
+                # (a 16-bit length is within a direct node's 16-bit message lengths)
+                cut = self.length if limit >= 0xFFFF else Mux(self.length > limit, limit,
+                                                              self.length)
+                length = Mux(self.length == 0, 1, cut)
                 m.d.sync += [busy.eq(1), beats.eq(length), left.eq(length - 1)]
         with m.If(self.s_axis.valid & self.s_axis.ready):
             m.d.sync += state.eq(_apply(step, Mux(first, seed_now, state)))
@@ -186,7 +196,7 @@ class TrafficGen(wiring.Component):
             m.d.sync += left.eq(left - 1)
             with m.If(left == 0):
                 m.d.sync += [busy.eq(0), idle.eq(self.gap), self.sent.eq(self.sent + 1),
-                             turn.eq(Mux(turn == peers - 1, 0, turn + 1))]
+                             turn.eq(after)]
         return m
 
 
@@ -196,6 +206,8 @@ class TrafficCheck(wiring.Component):
 
     Members
     -------
+    node_id : In(id_bits)
+        This node's id.
     m_axis : In(stream.Signature(axis_rx_layout(cfg)))
         From the endpoint.
     packets : Out(32)
@@ -207,9 +219,10 @@ class TrafficCheck(wiring.Component):
         Beats whose data differ from what the generator sends.
     """
 
-    def __init__(self, cfg: EndpointConfig, node_id: int):
-        self.cfg, self.node_id = cfg, node_id
-        super().__init__({"m_axis": In(stream.Signature(axis_rx_layout(cfg))),
+    def __init__(self, cfg: EndpointConfig):
+        self.cfg = cfg
+        super().__init__({"node_id": In(cfg.fmt.id_bits),
+                          "m_axis": In(stream.Signature(axis_rx_layout(cfg))),
                           "packets": Out(32), "out_of_sequence": Out(32),
                           "bad_beats": Out(32)})
 
@@ -225,7 +238,7 @@ class TrafficCheck(wiring.Component):
         first = Signal(init=1)          # the next beat starts a packet
         state = Signal(PRBS_BITS)
         seq = beat.tdata[:low]
-        seed_now = _seed_of(beat.tid, Const(self.node_id, ids), seq.as_unsigned())
+        seed_now = _seed_of(beat.tid, self.node_id, seq)
         want = Mux(first, _apply(masks, seed_now), _apply(masks, state))
         # (the first beat's low bits are the sequence number, checked on their own)
         care = Const(((1 << w) - 1) ^ ((1 << low) - 1), w)
@@ -243,4 +256,93 @@ class TrafficCheck(wiring.Component):
                     m.d.sync += self.out_of_sequence.eq(self.out_of_sequence + 1)
             with m.If(beat.tlast):
                 m.d.sync += self.packets.eq(self.packets + 1)
+        return m
+
+
+class BringUp(wiring.Component):
+    """A node's bring-up kit: a :class:`TrafficGen` and a :class:`TrafficCheck` per
+    endpoint, the registers of :func:`~optnet.plan.registers.register_map` and, with a
+    ``divisor``, the UART that reads and writes them (:mod:`optnet.hw.uart`).
+
+    Parameters
+    ----------
+    plan : NodePlan
+    divisor : int or None
+        Network clock cycles per UART bit; None: no UART (the registers still hold the
+        counters, and the generators run from configuration).
+
+    Members
+    -------
+    <endpoint>_tx : Out(stream.Signature(axis_tx_layout))
+        To the endpoint's ``s_axis``.
+    <endpoint>_rx : In(stream.Signature(axis_rx_layout))
+        From the endpoint's ``m_axis``.
+    node_id : In(id_bits), link_up : In(links), dropped : In(16)
+        The network module's.
+    link<k>_<counter> : In(16)
+        Its link counters (:data:`optnet.hw.top.LINK_COUNTERS`), on a node with a router.
+    uart_rx : In(1), uart_tx : Out(1)
+        Only with a ``divisor``.
+    trouble : Out(1)
+        Set once the router dropped a packet or a checker counted a packet out of sequence
+        or a bad beat (until reset): the board top shows it on an LED.
+    activity : Out(1)
+        Toggles with every packet a checker takes (the heartbeat LED flickers with it).
+    """
+
+    def __init__(self, plan: NodePlan, divisor: int | None):
+        self.plan, self.divisor = plan, divisor
+        self.registers = register_map(plan)
+        members = {}
+        for name, cfg in zip(plan.endpoint_names, plan.endpoints, strict=True):
+            members[f"{name}_tx"] = Out(stream.Signature(axis_tx_layout(cfg)))
+            members[f"{name}_rx"] = In(stream.Signature(axis_rx_layout(cfg)))
+        members["node_id"] = In(plan.fmt.id_bits)
+        members["link_up"] = In(max(len(plan.ports), 1))
+        members["dropped"] = In(16)
+        self.counters = [f"link{k}_{c}" for k in range(len(plan.ports))
+                         for c in (LINK_COUNTERS if plan.direct is None else ())]
+        members.update((name, In(16)) for name in self.counters)
+        if divisor is not None:
+            members.update(uart_rx=In(1, init=1), uart_tx=Out(1, init=1))
+        members.update(trouble=Out(1), activity=Out(1))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        plan = self.plan
+        m.submodules.registers = regs = RegisterFile(self.registers)
+        if self.divisor is not None:
+            m.submodules.uart = uart = UartBridge(self.divisor)
+            wiring.connect(m, uart.bus, regs.bus)
+            m.d.comb += [uart.rx.eq(self.uart_rx), self.uart_tx.eq(uart.tx)]
+        links = len(plan.ports)
+        m.d.comb += [regs.magic.eq(MAGIC), regs.version.eq(MAP_VERSION),
+                     regs.node_id.eq(self.node_id), regs.endpoints.eq(len(plan.endpoints)),
+                     regs.links.eq(links), regs.link_up.eq(self.link_up[:32]),
+                     regs.dropped.eq(self.dropped)]
+        for k in range(links):
+            m.d.comb += getattr(regs, member_name(f"link{k}.up")).eq(self.link_up[k])
+        for name in self.counters:
+            m.d.comb += getattr(regs, name).eq(getattr(self, name))
+        errors = [self.dropped != 0]
+        for name, cfg in zip(plan.endpoint_names, plan.endpoints, strict=True):
+            gen, check = TrafficGen(cfg), TrafficCheck(cfg)
+            m.submodules[f"gen_{name}"], m.submodules[f"check_{name}"] = gen, check
+            m.d.comb += [gen.node_id.eq(self.node_id), check.node_id.eq(self.node_id)]
+            wiring.connect(m, gen.s_axis, wiring.flipped(getattr(self, f"{name}_tx")))
+            wiring.connect(m, wiring.flipped(getattr(self, f"{name}_rx")), check.m_axis)
+
+            def reg(field, _name=name):
+                return getattr(regs, member_name(f"{_name}.{field}"))
+
+            m.d.comb += [gen.enable.eq(reg("control")[0]), gen.length.eq(reg("length")),
+                         gen.gap.eq(reg("gap")), reg("sent").eq(gen.sent),
+                         reg("received").eq(check.packets),
+                         reg("out_of_sequence").eq(check.out_of_sequence),
+                         reg("bad_beats").eq(check.bad_beats)]
+            errors += [check.out_of_sequence != 0, check.bad_beats != 0]
+            with m.If(check.m_axis.valid & check.m_axis.payload.tlast):
+                m.d.sync += self.activity.eq(~self.activity)
+        m.d.comb += self.trouble.eq(Cat(errors).any())
         return m

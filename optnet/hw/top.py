@@ -22,10 +22,12 @@ from optnet.plan import NodePlan
 from optnet.plan.configs import DirectLinkConfig, LinkConfig
 from optnet.plan.ip import ip_name
 
-__all__ = ["SHARED_PHY_DOMAIN", "NodeTop", "Parts", "lvds_family", "parts"]
+__all__ = ["LINK_COUNTERS", "SHARED_PHY_DOMAIN", "NodeTop", "Parts", "lvds_family", "parts"]
 
 #: The PHY clock domain of a link layer lowered on its own (:func:`parts`).
 SHARED_PHY_DOMAIN = "phy"
+#: The counters of a :class:`~optnet.hw.link.LinkLayer` a node shows per link.
+LINK_COUNTERS = ("crc_errors", "resent", "lost", "restarts")
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,13 @@ class NodeTop(wiring.Component):
     link_up : Out(links)
     dropped : Out(16)
         Unroutable packets the router dropped (messages to no node the switch discarded).
+    node_id : Out(id_bits)
+        This node's id, from the one place the node's Verilog holds it (so that logic around
+        the module, such as the board top's, needs no id of its own; see
+        :mod:`optnet.emit.roles`).
+    link<k>_crc_errors, link<k>_resent, link<k>_lost, link<k>_restarts : Out(16)
+        The counters of link ``k``'s link layer (:data:`LINK_COUNTERS`; ``plan.ports[k]``),
+        except on a direct node, whose links have none.
     """
 
     def __init__(self, plan: NodePlan, phys: str = "vendor",
@@ -139,6 +148,10 @@ class NodeTop(wiring.Component):
             members[f"{name}_m_axis"] = Out(stream.Signature(axis_rx_layout(ep)))
         members["link_up"] = Out(max(len(plan.ports), 1))
         members["dropped"] = Out(16)
+        members["node_id"] = Out(plan.fmt.id_bits)
+        if plan.direct is None:
+            for k in range(len(plan.ports)):
+                members.update((f"link{k}_{name}", Out(16)) for name in LINK_COUNTERS)
         for port in plan.ports:
             p, w = port.port, port.link.phy_width
             if phys == "sim":
@@ -187,7 +200,8 @@ class NodeTop(wiring.Component):
             m.submodules.node_id_rom = id_rom = memory.Memory(
                 shape=plan.fmt.id_bits, depth=1, init=[plan.node_id])
             node_id = id_rom.read_port(domain="comb").data
-        m.d.comb += [hub.to_router_cred.eq(router.cred_out[0]), self.dropped.eq(router.dropped)]
+        m.d.comb += [hub.to_router_cred.eq(router.cred_out[0]), self.dropped.eq(router.dropped),
+                     self.node_id.eq(node_id)]
         ep_tx = list(hub.ep_tx)
         if plan.cascade is None:
             wiring.connect(m, router.out[0], hub.from_router)
@@ -209,7 +223,7 @@ class NodeTop(wiring.Component):
             wiring.connect(m, wiring.flipped(getattr(self, f"{name}_s_axis")), ep.s_axis)
             wiring.connect(m, ep.m_axis, wiring.flipped(getattr(self, f"{name}_m_axis")))
         ups = []
-        for port in plan.ports:
+        for k, port in enumerate(plan.ports):
             p = port.port
             link = self._link(m, LinkLayer, port)
             wiring.connect(m, router.out[p], link.tx_flit)
@@ -217,6 +231,8 @@ class NodeTop(wiring.Component):
             m.d.comb += [link.cred_local.eq(router.cred_out[p]),
                          router.cred_in[p].eq(link.cred_remote)]
             ups.append(link.up)
+            m.d.comb += [getattr(self, f"link{k}_{name}").eq(getattr(link, name))
+                         for name in LINK_COUNTERS]
             self._phy(m, port, link)
         if ups:
             m.d.comb += self.link_up.eq(Cat(ups))
@@ -280,6 +296,10 @@ class NodeTop(wiring.Component):
                                  DirectSwitch.signature_of(cfg), {"sync": "sync"})
         ports, ids = plan.direct_tables()
         m.submodules.hub = hub = DirectHub(cfg, plan.fmt.id_bits, ports, ids)
+        # (a one-word ROM, as on a node with a router, which optnet.emit.roles rewrites)
+        m.submodules.node_id_rom = id_rom = memory.Memory(
+            shape=plan.fmt.id_bits, depth=1, init=[plan.node_id])
+        m.d.comb += self.node_id.eq(id_rom.read_port(domain="comb").data)
         wiring.connect(m, hub.to_switch, switch.s_axis)
         wiring.connect(m, switch.m_axis, hub.from_switch)
         m.d.comb += self.dropped.eq(switch.discarded)

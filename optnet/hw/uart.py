@@ -18,12 +18,16 @@ Any other first byte is ignored, so a host resynchronises by sending a few zero 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["READ", "WRITE", "WRITTEN", "RegisterBus", "UartBridge"]
+from optnet.plan.registers import Register
+
+__all__ = ["READ", "WRITE", "WRITTEN", "RegisterBus", "RegisterFile", "UartBridge", "member_name"]
 
 #: Command and answer bytes.
 READ, WRITE, WRITTEN = ord("r"), ord("w"), ord("k")
@@ -137,4 +141,42 @@ class UartBridge(wiring.Component):
             with m.Else():
                 m.d.comb += bus.w_en.eq(1)
                 m.d.sync += [t_data.eq(Cat(Const(0, 24), Const(WRITTEN, 8))), t_count.eq(1)]
+        return m
+
+
+def member_name(register: str) -> str:
+    """The :class:`RegisterFile` member of the register named ``register``."""
+    return register.replace(".", "_")
+
+
+class RegisterFile(wiring.Component):
+    """The registers of a register map (:func:`optnet.plan.registers.register_map`) on a
+    :class:`RegisterBus`.
+
+    Members
+    -------
+    bus : In(RegisterBus())
+    <register> : In(32) or Out(32)
+        Each register, named by :func:`member_name`: a read-only one is an input, read as
+        it is; a writable one is an output, the register itself (from its ``init``).
+    """
+
+    def __init__(self, registers: Sequence[Register]):
+        self.registers = tuple(registers)
+        members = {"bus": In(RegisterBus())}
+        for reg in self.registers:
+            members[member_name(reg.name)] = Out(32, init=reg.init) if reg.writable else In(32)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.bus
+        with m.Switch(bus.addr):
+            for reg in self.registers:
+                value = getattr(self, member_name(reg.name))
+                with m.Case(reg.addr):
+                    m.d.comb += bus.r_data.eq(value)
+                    if reg.writable:
+                        with m.If(bus.w_en):
+                            m.d.sync += value.eq(bus.w_data)
         return m

@@ -130,6 +130,10 @@ class NodePlan:
     cascade : CascadeConfig or None
         The cascade broadcast unit between the endpoints and hub and the router's local
         port (``routing.broadcast: cascade`` on a node with links); None: none.
+    bringup : bool
+        The board top drives the endpoints with the bring-up kit (traffic generators and
+        checkers, counters, and the UART registers where the board has a UART:
+        :mod:`optnet.hw.bringup`); without it they are idle.
     """
 
     node: str
@@ -149,6 +153,7 @@ class NodePlan:
     direct: DirectConfig | None = None
     peer_ids: tuple[int, ...] = ()
     cascade: CascadeConfig | None = None
+    bringup: bool = True
 
     def role(self) -> tuple:
         """Everything but the tables and names: nodes with equal roles have identical
@@ -171,8 +176,8 @@ class NodePlan:
                 self.peer_ids)
 
 
-def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
-         ) -> list[NodePlan]:
+def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False,
+         bringup: bool = True) -> list[NodePlan]:
     """Plan the hardware of every node of ``routed`` (whose proof must have passed).
 
     Without ``tables`` the routers' table words are left empty and ``table`` is None: what
@@ -180,7 +185,8 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
     tables of a thousand nodes takes longer than the rest of the plan. With
     ``one_per_role`` only the first node of each hardware role (:meth:`NodePlan.role`) is
     planned: a node's role is fixed by its board and its ports, which are known before its
-    plan is made, and lint needs no more than one plan per role.
+    plan is made, and lint needs no more than one plan per role. ``bringup``: every plan's
+    :attr:`NodePlan.bringup`.
 
     Raises
     ------
@@ -296,7 +302,7 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False
             tuple(ep.name for ep in eps), table, xcvr, cascade=cascade))
     if xcvr_findings:
         raise PlanError(*xcvr_findings)
-    return plans
+    return [p if bringup else dataclasses.replace(p, bringup=False) for p in plans]
 
 
 def _direct_plan(cluster: Cluster, node, names, links: list, xcvr: XcvrPlan, fmt: FlitFormat,
@@ -321,7 +327,8 @@ def _direct_plan(cluster: Cluster, node, names, links: list, xcvr: XcvrPlan, fmt
     # a message is as long as its sender says: max_packet and broadcast_flits do not apply.
     endpoints = tuple(EndpointConfig(
         fmt, node.id, i, ep.width, 2, managed=False,
-        priority=min(ep.priority, net.priorities - 1), length_bits=DIRECT_LENGTH_BITS)
+        priority=min(ep.priority, net.priorities - 1), nodes=tuple(n.id for n in cluster.nodes),
+        length_bits=DIRECT_LENGTH_BITS)
         for i, ep in enumerate(eps))
     peer_ids = (*(cluster.node(far.node).id for _, _, far, _, _, _ in links), node.id)
     board = node.board

@@ -31,6 +31,7 @@ __all__ = [
     "board_pins",
     "clock_constraints",
     "constraint_format",
+    "led_map",
     "top_ports",
 ]
 
@@ -49,7 +50,7 @@ class TopPort:
         Board-file package pin of each bit; ``None`` where the board file gives none.
     iostandard : str or None
     kind : str
-        ``clock``, ``led``, ``refclk``, ``drive`` (a reference clock's oscillator control,
+        ``clock``, ``led``, ``uart``, ``refclk``, ``drive`` (a reference clock's oscillator control,
         held at ``level``), ``gt`` (transceiver serial pin) or ``lvds``.
     sites : tuple of (str or None)
         Transceiver channel site of each bit (``gt`` ports).
@@ -104,8 +105,10 @@ def top_ports(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
     """The ports of ``plan``'s board top on ``board``, in declaration order.
 
     Naming: ``clk_ref`` (``clk_ref_p``/``clk_ref_n`` for a Xilinx differential clock) is
-    the board clock; ``led`` the LEDs; ``<board port>_refclk_p``/``_n`` a transceiver
-    reference clock (named after the first board port using those pins;
+    the board clock; ``led`` the LEDs; ``uart_tx``/``uart_rx`` the bring-up kit's UART
+    (:attr:`~optnet.plan.NodePlan.bringup` on a board with one); ``<board
+    port>_refclk_p``/``_n`` a transceiver reference clock (named after the first board port
+    using those pins;
     :func:`~optnet.plan.clocks.refclk_port_name`); every link port's pads keep the network
     module's names ``port<p>_<pad>`` (``txp``/``txn``/``rxp``/``rxn`` for transceiver lanes;
     ``clk``/``tx``/``rclk``/``rx`` with ``_p``/``_n`` for LVDS). Complement pins that the
@@ -131,6 +134,12 @@ def top_ports(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
     if board.leds is not None:
         ports.append(TopPort("led", "o", len(board.leds.pins), tuple(board.leds.pins),
                              board.leds.iostandard, "led", what="status LEDs"))
+    if board.uart is not None and plan.bringup:
+        uart = board.uart
+        ports.append(TopPort("uart_tx", "o", 1, (uart.tx,), uart.iostandard, "uart",
+                             what="bring-up registers' UART, to the host"))
+        ports.append(TopPort("uart_rx", "i", 1, (uart.rx,), uart.iostandard, "uart",
+                             what="bring-up registers' UART, from the host"))
     seen = set()
     for port in plan.ports:
         if not buffers_refclk(port):
@@ -187,6 +196,30 @@ def top_ports(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
             ports.append(TopPort(f"port{p}_{pad}", direction, len(pins), pins, None, "gt",
                                  sites, what, voltage=voltage))
     return tuple(ports)
+
+
+def led_map(plan: NodePlan, board: BoardDesc) -> tuple[tuple[str, int | None], ...]:
+    """What each of the board's LEDs shows, LED 0 first, as (role, link): ``heartbeat``
+    (the network clock divided to about 1 Hz, flickering while data arrives), ``link`` (link
+    ``k`` up, ``plan.ports[k]``), ``links`` (links ``k`` and after all up, when the LEDs are
+    too few for one each), ``none`` (no link left to show), ``trouble`` (with the bring-up
+    kit: a packet dropped or a bring-up error counted) or ``dropped`` (without: a packet
+    dropped). With ``n`` LEDs: LED 0 the heartbeat; with two, LED 1 all links; with three
+    or more, the links between and the last ``trouble`` or ``dropped``."""
+    n = 0 if board.leds is None else len(board.leds.pins)
+    links = len(plan.ports)
+    roles: list[tuple[str, int | None]] = [("heartbeat", None)]
+    if n == 2:
+        roles.append(("links", 0))
+    elif n >= 3:
+        slots = n - 2
+        for i in range(slots):
+            if i < slots - 1 or links <= slots:
+                roles.append(("link", i) if i < links else ("none", None))
+            else:
+                roles.append(("links", i))
+        roles.append(("trouble" if plan.bringup else "dropped", None))
+    return tuple(roles[:n])
 
 
 def _lanes(lanes: tuple[int, ...]) -> str:

@@ -14,7 +14,9 @@ Registers are 32 bits at 16-bit word addresses:
   (:class:`optnet.hw.link.LinkLayer`; on a direct node, where links have no such
   counters, only ``up``).
 - Per endpoint ``e`` (in the cluster file's order), at ``0x1000 + 0x10 e``: ``control``
-  (bit 0: the traffic generator sends), ``length`` (beats per packet), ``gap`` (idle
+  (bit 0: the traffic generator sends; set from configuration, so a board without a UART
+  runs traffic too), ``length`` (beats per packet, at first as many as one network packet
+  carries), ``gap`` (idle
   cycles after each), then the counters ``sent``, ``received``, ``out_of_sequence`` and
   ``bad_beats`` (:mod:`optnet.hw.bringup`).
 
@@ -39,8 +41,8 @@ _NODE = (("magic", False, '0x4F50544E, "OPTN"'), ("version", False, "of this reg
          ("links", False, "link blocks"),
          ("link_up", False, "bit k: link k is up (links 0 to 31)"),
          ("dropped", False, "packets the router dropped"))
-_ENDPOINT = (("control", True, "bit 0: the traffic generator sends"),
-             ("length", True, "beats per generated packet"),
+_ENDPOINT = (("control", True, "bit 0: the traffic generator sends (from configuration)"),
+             ("length", True, "beats per generated packet (at first, a network packet's)"),
              ("gap", True, "idle cycles after each generated packet"),
              ("sent", False, "packets generated"), ("received", False, "packets checked"),
              ("out_of_sequence", False, "packets not the next from their source"),
@@ -53,12 +55,14 @@ _LINK = (("up", False, "1: the link is up"), ("crc_errors", False, "frames that 
 @dataclass(frozen=True)
 class Register:
     """One register: ``name`` is ``<register>`` for the node's,
-    ``<endpoint>.<register>`` for an endpoint's and ``link<k>.<register>`` for a link's."""
+    ``<endpoint>.<register>`` for an endpoint's and ``link<k>.<register>`` for a link's;
+    ``init``, a writable register's value after configuration (and reset)."""
 
     name: str
     addr: int
     writable: bool
     doc: str
+    init: int = 0
 
 
 def register_map(plan: NodePlan) -> tuple[Register, ...]:
@@ -80,7 +84,10 @@ def register_map(plan: NodePlan) -> tuple[Register, ...]:
     for k in range(links):
         regs += [Register(f"link{k}.{reg}", LINK_BASE + BLOCK * k + i, w, doc)
                  for i, (reg, w, doc) in enumerate(counters)]
-    for e, name in enumerate(plan.endpoint_names):
-        regs += [Register(f"{name}.{reg}", ENDPOINT_BASE + BLOCK * e + i, w, doc)
+    for e, (name, cfg) in enumerate(zip(plan.endpoint_names, plan.endpoints, strict=True)):
+        # packets as long as one network packet carries (a direct node's messages: 16 beats)
+        init = {"control": 1, "length": 16 if cfg.length_bits else cfg.max_packet - 1}
+        regs += [Register(f"{name}.{reg}", ENDPOINT_BASE + BLOCK * e + i, w, doc,
+                          init.get(reg, 0))
                  for i, (reg, w, doc) in enumerate(_ENDPOINT)]
     return tuple(regs)

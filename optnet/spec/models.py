@@ -658,6 +658,21 @@ class LedsDesc(_Model):
     """The LEDs light when their pin is driven low."""
 
 
+class UartDesc(_Model):
+    """A serial port to a host (a USB-UART bridge), for the board top's bring-up registers
+    (``docs/bringup.md``). Directions are the FPGA's."""
+
+    noun: ClassVar[str] = "the UART"
+    tx: Annotated[str, PIN]
+    """Package pin the FPGA transmits on (the bridge's receive input)."""
+    rx: Annotated[str, PIN]
+    """Package pin the FPGA receives on (the bridge's transmit output)."""
+    iostandard: Annotated[str, IOSTANDARD] | None = None
+    """I/O standard of both pins."""
+    baud: int = Field(115200, ge=300, le=12_000_000)
+    """Bits per second."""
+
+
 class BramDesc(_Model):
     """Block RAM primitives."""
 
@@ -706,6 +721,8 @@ class BoardDesc(_Model):
     clocks: dict[str, ClockDesc] = {}
     leds: LedsDesc | None = None
     """User LEDs, for the board top's status display."""
+    uart: UartDesc | None = None
+    """A serial port to a host, for the board top's bring-up registers."""
     ports: dict[str, PortDesc] = {}
     source: Annotated[str, TEXT]
     """Where every fact in this file comes from."""
