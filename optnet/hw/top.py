@@ -87,6 +87,19 @@ def lvds_family(name: str) -> str:
     return lvds
 
 
+def _node_id_rom(m: Module, plan: NodePlan):
+    """The node id, read from a one-word ROM added to ``m``.
+
+    A ROM rather than logic: a constant would be folded into the logic that uses it,
+    whereas a memory's contents appear once, in its own initial block, which
+    :mod:`optnet.emit.roles` rewrites to turn one node's Verilog into another's of the same
+    role (synthesis folds the ROM into a constant).
+    """
+    m.submodules.node_id_rom = rom = memory.Memory(shape=plan.fmt.id_bits, depth=1,
+                                                   init=[plan.node_id])
+    return rom.read_port(domain="comb").data
+
+
 def _share_pad(pad: str) -> bool:
     """Whether adapter pad ``pad`` carries a master's clocks to a slave
     (:data:`optnet.devices.linkip.SHARED_CLOCKS`), which stay inside the node."""
@@ -190,16 +203,8 @@ class NodeTop(wiring.Component):
                                  Router.signature_of(plan.router), {"sync": "sync"})
         m.submodules.hub = hub = LocalHub(plan.fmt, len(plan.endpoints), plan.router.depth)
         wiring.connect(m, hub.to_router, router.inp[0])
-        if plan.router.block_tables:
-            node_id = router.node_id
-        else:
-            # The node id sits in a one-word ROM rather than in logic: a constant would be
-            # folded into the endpoints, whereas a memory's contents appear once, in its own
-            # initial block, which optnet.emit.roles rewrites to turn one node's Verilog
-            # into another's of the same role (synthesis folds the ROM into a constant).
-            m.submodules.node_id_rom = id_rom = memory.Memory(
-                shape=plan.fmt.id_bits, depth=1, init=[plan.node_id])
-            node_id = id_rom.read_port(domain="comb").data
+        # (with block RAM tables, the id is the last word of the first table)
+        node_id = router.node_id if plan.router.block_tables else _node_id_rom(m, plan)
         m.d.comb += [hub.to_router_cred.eq(router.cred_out[0]), self.dropped.eq(router.dropped),
                      self.node_id.eq(node_id)]
         ep_tx = list(hub.ep_tx)
@@ -296,10 +301,7 @@ class NodeTop(wiring.Component):
                                  DirectSwitch.signature_of(cfg), {"sync": "sync"})
         ports, ids = plan.direct_tables()
         m.submodules.hub = hub = DirectHub(cfg, plan.fmt.id_bits, ports, ids)
-        # (a one-word ROM, as on a node with a router, which optnet.emit.roles rewrites)
-        m.submodules.node_id_rom = id_rom = memory.Memory(
-            shape=plan.fmt.id_bits, depth=1, init=[plan.node_id])
-        m.d.comb += self.node_id.eq(id_rom.read_port(domain="comb").data)
+        m.d.comb += self.node_id.eq(_node_id_rom(m, plan))
         wiring.connect(m, hub.to_switch, switch.s_axis)
         wiring.connect(m, switch.m_axis, hub.from_switch)
         m.d.comb += self.dropped.eq(switch.discarded)
