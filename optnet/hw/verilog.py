@@ -85,7 +85,9 @@ _FIFO_ZERO_INIT = re.compile(r"  initial begin\n(?:    storage\[\d+\] = \d+'h0+;
 def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = (),
                platform: object | None = None) -> str:
     """Verilog of ``component`` as a module called ``name``, without source locations (so the
-    text does not depend on where optnet is installed).
+    text does not depend on where optnet is installed). Its ports are :func:`ports_of`'s: an
+    AXI4-Stream member's signals are ports of their own, each with the
+    ``X_INTERFACE_INFO`` attribute that names its interface for Vivado.
 
     ``platform``: what elaboration passes to every ``elaborate``; ``None`` (as simulation
     elaborates), or the :class:`~optnet.hw.cdc.SynchronizerPlatform` of the vendor the
