@@ -250,7 +250,12 @@ class BoardTop(wiring.Component):
             m.d.ref += count.eq(count + 1)
         m.d.ref += por.eq(~locked_ref | (count != POR_CYCLES))
 
-        m.domains.sync = ClockDomain("sync")
+        m.domains.sync = sync = ClockDomain("sync")
+        # Flattened, the network clock's net has a name per module it reaches, and Yosys
+        # keeps the name of the wire with attributes, else the first in name order (the
+        # bring-up kit's, "bringup.check_app.clk"): the attribute keeps "clk", the name
+        # reports and nextpnr's timing give the clock.
+        sync.clk.attrs["keep"] = 1
         m.d.comb += ClockSignal("sync").eq(clocks["net"])
         m.submodules.rst_sync = ResetSynchronizer(por, domain="sync")
         # Clocks without logic of their own in the top get a domain anyway, so that their
