@@ -92,8 +92,7 @@ def test_generator_sends_the_reference_packets_to_every_other_node_in_turn(width
         assert packets == [expected_packet(1, n, k, width, 5) for k in range(len(packets))]
         assert counters[n] == (len(packets), 0, 0)
     # in turn: 0, 2, 3, 0, ...
-    assert [len(seen[n]) for n in (0, 2, 3)] in (
-        [total // 3 + (i < total % 3) for i in range(3)],)
+    assert [len(seen[n]) for n in (0, 2, 3)] == [total // 3 + (i < total % 3) for i in range(3)]
 
 
 def test_checker_counts_a_flipped_bit_and_a_lost_packet():
