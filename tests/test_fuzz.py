@@ -535,14 +535,11 @@ def small_cluster(rnd: random.Random) -> dict:
 def _lower_to_rtlil(plan) -> None:
     """What :func:`optnet.emit.hdl.node_verilog` lowers, taken to RTLIL by Amaranth but not
     through Yosys: every Python-side step of hardware generation, in about a second."""
-    from amaranth.back import rtlil
-    from amaranth.hdl import ClockDomain, Fragment
-
     from optnet.hw.direct import DirectLink, DirectSwitch
     from optnet.hw.link import LinkLayer
     from optnet.hw.router import Router
     from optnet.hw.top import SHARED_PHY_DOMAIN, NodeTop, parts
-    from optnet.hw.verilog import component_ports
+    from optnet.hw.verilog import to_rtlil
 
     names = parts(plan)
     if plan.direct is not None:
@@ -556,11 +553,7 @@ def _lower_to_rtlil(plan) -> None:
                    for cfg, name in names.links.items()]
     components.append((NodeTop(plan, parts=names), plan.node, []))
     for component, name, domains in components:
-        clocks = [ClockDomain(domain) for domain in domains]
-        ports = component_ports(component) + [s for cd in clocks for s in (cd.clk, cd.rst)]
-        fragment = Fragment.get(component, None)
-        fragment.add_domains(*clocks)
-        rtlil.convert_fragment(fragment, ports, name, emit_src=False)
+        to_rtlil(component, name, domains)
 
 
 BUILD_SHARDS = 4

@@ -32,7 +32,8 @@ def lower_router(plan: NodePlan) -> Lowered:
     return lower(Router(plan.router, buffers=names.buffer), names.router, ["sync"], platform)
 
 
-def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
+def node_verilog(plan: NodePlan, executor: Executor | None = None, phys: str = "vendor"
+                 ) -> str:
     """The Verilog of ``plan``'s :class:`~optnet.hw.top.NodeTop`: module ``<node>`` and its
     submodules, then the parts it instantiates (:func:`optnet.hw.top.parts`): the router
     ``<node>.router``, its input buffer ``<node>.router_buf`` (one module for all ports) and
@@ -47,6 +48,11 @@ def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
     Every part is elaborated for the node's vendor
     (:func:`optnet.hw.cdc.synchronizer_platform`): the synchroniser flip-flops of the link
     layers and PHY adapters carry the vendor's synchroniser attribute.
+
+    ``phys``: as :class:`~optnet.hw.top.NodeTop`'s. With ``sim`` the module has no PHY
+    adapters but each link port's PHY side, ``phy<p>_tx``/``_rx``/``_up`` in clock domain
+    ``phy<p>`` (ports ``phy<p>_clk``/``phy<p>_rst``), for ``optnet sim``; every other module
+    is the same as with ``vendor``.
     """
     names = parts(plan)
     platform = synchronizer_platform(plan.vendor)
@@ -56,7 +62,8 @@ def node_verilog(plan: NodePlan, executor: Executor | None = None) -> str:
     link = LinkLayer if plan.direct is None else DirectLink
     shared += [lower(link(cfg), name, ["sync", SHARED_PHY_DOMAIN], platform)
                for cfg, name in names.links.items()]
-    top = to_verilog(NodeTop(plan, parts=names), plan.node, platform=platform)
+    domains = ["sync", *(f"phy{port.port}" for port in plan.ports)] if phys == "sim" else ()
+    top = to_verilog(NodeTop(plan, phys, names), plan.node, domains, platform)
     router = router.result() if router else lower_router(plan)
     return top + router.verilog + "".join(part.verilog for part in shared)
 

@@ -28,7 +28,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In
 
 __all__ = ["Lowered", "instantiate", "lower", "memory_contents_at_once", "module_ports",
-           "ports_of", "to_verilog"]
+           "ports_of", "to_rtlil", "to_verilog"]
 
 
 def ports_of(signature: wiring.Signature, iface) -> list[tuple[str, bool, Value]]:
@@ -109,6 +109,24 @@ def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = 
     tools parse slowly (Yosys takes minutes) and which pins the RAM's power-up contents for
     no reason. Memories whose zeros matter (credit counters, tables) keep them.
     """
+    rtlil_text = to_rtlil(component, name, domains, platform)
+    # Amaranth's own script keeps combinational processes (``proc -nomux``), which Yosys
+    # writes as ``always @*`` blocks: one assigning a constant has no sensitivity and never
+    # runs in an event-driven simulator, and the others run at time zero only through a
+    # declaration initialiser, which IEEE 1800 does not make an event. Full ``proc`` turns
+    # them into continuous assignments, which every simulator evaluates at time zero.
+    text = find_yosys(lambda ver: ver >= (0, 40)).run(["-q", "-"], "\n".join([
+        f"read_rtlil <<rtlil\n{rtlil_text}\nrtlil", "proc -norom", "memory_collect",
+        "write_verilog -norename"]), ignore_warnings=True)
+    # Yosys writes a parallel case as a function named ``\$procmux$<n>``; Icarus reads a
+    # call of an escaped name that starts with ``$`` as a system function.
+    return _FIFO_ZERO_INIT.sub("", text).replace("\\$procmux$", "\\procmux$")
+
+
+def to_rtlil(component: wiring.Component, name: str, domains: Iterable[str] = (),
+             platform: object | None = None) -> str:
+    """RTLIL of ``component`` as a module called ``name``, with :func:`to_verilog`'s ports
+    and ``domains``: every step of lowering that Amaranth does, without Yosys."""
     clocks = [ClockDomain(domain) for domain in domains]
     ports, links = [], []
     for port, inp, value in ports_of(component.signature, component):
@@ -123,17 +141,7 @@ def to_verilog(component: wiring.Component, name: str, domains: Iterable[str] = 
     with deep_expressions(), memory_contents_at_once():
         fragment = Fragment.get(_Shell(component, clocks, links), platform)
         rtlil_text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
-    # Amaranth's own script keeps combinational processes (``proc -nomux``), which Yosys
-    # writes as ``always @*`` blocks: one assigning a constant has no sensitivity and never
-    # runs in an event-driven simulator, and the others run at time zero only through a
-    # declaration initialiser, which IEEE 1800 does not make an event. Full ``proc`` turns
-    # them into continuous assignments, which every simulator evaluates at time zero.
-    text = find_yosys(lambda ver: ver >= (0, 40)).run(["-q", "-"], "\n".join([
-        f"read_rtlil <<rtlil\n{rtlil_text}\nrtlil", "proc -norom", "memory_collect",
-        "write_verilog -norename"]), ignore_warnings=True)
-    # Yosys writes a parallel case as a function named ``\$procmux$<n>``; Icarus reads a
-    # call of an escaped name that starts with ``$`` as a system function.
-    return _FIFO_ZERO_INIT.sub("", text).replace("\\$procmux$", "\\procmux$")
+    return rtlil_text
 
 
 #: Python frames Amaranth may need to walk one expression (see :func:`deep_expressions`).
