@@ -70,7 +70,7 @@ class Raw(str):
 _LANGUAGES = {".tcl": "tcl", ".xdc": "tcl", ".sdc": "tcl", ".qsf": "tcl", ".ucf": "ucf",
               ".lpf": "lpf", "Makefile": "make", ".core": "yaml", ".csv": "csv", ".md": "md",
               ".html": "html", ".svg": "html", ".v": "verilog", ".hex": "verilog",
-              ".h": "c", ".txt": "text", ".py": "python"}
+              ".h": "c", ".cpp": "c", ".txt": "text", ".py": "python"}
 
 
 def language_of(template: str | None) -> str | None:

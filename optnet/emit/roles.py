@@ -26,7 +26,8 @@ import re
 from optnet.hw.router import route_table
 from optnet.plan import NodePlan
 
-__all__ = ["RoleError", "RoleTemplate", "initialise_memories", "retarget", "retarget_top"]
+__all__ = ["RoleError", "RoleTemplate", "initialise_memories", "retarget", "retarget_top",
+           "role_memories"]
 
 
 class RoleError(Exception):
@@ -50,8 +51,9 @@ def retarget(verilog: str, rep: NodePlan, plan: NodePlan) -> str:
     return RoleTemplate(verilog, rep).render(plan)
 
 
-def _memories(plan: NodePlan) -> dict[str, list[int]]:
-    # the memories that differ between nodes of a role, with ``plan``'s contents
+def role_memories(plan: NodePlan) -> dict[str, list[int]]:
+    """The memories that differ between nodes of a role, by name, with ``plan``'s contents
+    (what :func:`retarget` rewrites, and what ``optnet sim`` writes into each node's model)."""
     if plan.direct is not None:
         ports, ids = plan.direct_tables()
         return {"direct_port_rom": list(ports), "direct_id_rom": list(ids),
@@ -78,7 +80,7 @@ class RoleTemplate:
 
     def __init__(self, verilog: str, rep: NodePlan):
         self.rep = rep
-        expected = _memories(rep)
+        expected = role_memories(rep)
         seen = dict.fromkeys(expected, 0)
         names = re.compile(rf"(\\{re.escape(rep.node)}\.|^module {re.escape(rep.node)}\()",
                            re.M)
@@ -114,7 +116,7 @@ class RoleTemplate:
             If a word does not fit its memory.
         """
         _check_role(self.rep, plan)
-        memories = _memories(plan)
+        memories = role_memories(plan)
         out = []
         for piece in self.pieces:
             if isinstance(piece, str):

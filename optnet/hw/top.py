@@ -171,6 +171,7 @@ class NodeTop(wiring.Component):
                 members[f"phy{p}_tx"] = Out(stream.Signature(w))
                 members[f"phy{p}_rx"] = In(stream.Signature(w, always_ready=True))
                 members[f"phy{p}_up"] = In(1)
+                members[f"phy{p}_flit"] = Out(1)
             else:
                 adapter = self._adapter(port)
                 self._adapters[p] = adapter
@@ -238,7 +239,7 @@ class NodeTop(wiring.Component):
             ups.append(link.up)
             m.d.comb += [getattr(self, f"link{k}_{name}").eq(getattr(link, name))
                          for name in LINK_COUNTERS]
-            self._phy(m, port, link)
+            self._phy(m, port, link, link.tx_flit)
         if ups:
             m.d.comb += self.link_up.eq(Cat(ups))
         return m
@@ -255,11 +256,13 @@ class NodeTop(wiring.Component):
                            cls.signature_of(port.link),
                            {"sync": "sync", SHARED_PHY_DOMAIN: port.link.phy_domain})
 
-    def _phy(self, m: Module, port, link) -> None:
+    def _phy(self, m: Module, port, link, into) -> None:
         """Connect the PHY side of ``port``'s ``link`` (``phy_tx``, ``phy_rx``, ``phy_up``)
-        to its adapter, or in simulation to this component's ``phy<p>_*`` members."""
+        to its adapter, or in simulation to this component's ``phy<p>_*`` members, with
+        ``phy<p>_flit`` the handshakes of ``into``, the stream into the link."""
         p = port.port
         if self.phys == "sim":
+            m.d.comb += getattr(self, f"phy{p}_flit").eq(into.valid & into.ready)
             wiring.connect(m, link.phy_tx, wiring.flipped(getattr(self, f"phy{p}_tx")))
             wiring.connect(m, wiring.flipped(getattr(self, f"phy{p}_rx")), link.phy_rx)
             m.d.comb += link.phy_up.eq(getattr(self, f"phy{p}_up"))
@@ -327,7 +330,7 @@ class NodeTop(wiring.Component):
             wiring.connect(m, link.rx, switch.rx[i])
             m.d.comb += switch.up[i].eq(link.up)
             ups.append(link.up)
-            self._phy(m, port, link)
+            self._phy(m, port, link, link.tx)
         if ups:
             m.d.comb += self.link_up.eq(Cat(ups))
         # The node's own messages go round through the switch's last port: its words come
