@@ -315,6 +315,111 @@ def build(file: str, output: str, jobs: int, nodes: str | None, bitstream: bool,
         logger.info("written: %s", ", ".join(stats.written))
 
 
+def _failure(text: str):
+    # --fail LINK:START:END (link index, nanoseconds after the traffic starts)
+    from optnet.sim import Failure
+
+    try:
+        link, start, end = text.split(":")
+        failure = Failure(int(link), float(start), float(end))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not LINK:START:END (a link's index in the "
+                                 "cluster file, and nanoseconds after the traffic starts).") \
+            from None
+    if failure.link < 0 or not 0 <= failure.start_ns < failure.end_ns <= 1e12:
+        raise click.BadParameter(f"{text!r}: the link index is at least 0 and the window "
+                                 "runs forward, within 1e12 ns.")
+    return failure
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(file_okay=False),
+              help="Also write sim.json, sim.md and sim.html into this directory.")
+@click.option("--traffic", default="uniform", show_default=True, metavar="PATTERN|FILE.csv",
+              help="uniform, alltoall, transpose, tornado, broadcast, or a CSV file of "
+                   "messages (src,dst,bytes,t in ns).")
+@click.option("--load", type=click.FloatRange(0, 1, min_open=True), default=0.1,
+              show_default=True, help="Offered load per endpoint, in beats per network cycle.")
+@click.option("--packets", type=click.IntRange(0, 10**9), default=None,
+              help="Packets per endpoint, then wait for all of them [default: 200 without "
+                   "--cycles].")
+@click.option("--cycles", type=click.IntRange(0, 10**12), default=0,
+              help="Network cycles of traffic (1 ms at 156.25 MHz is 156250).")
+@click.option("--beats", type=click.IntRange(0, 65535), default=0,
+              help="Beats per packet [default: the endpoint's longest].")
+@click.option("--ready", type=click.FloatRange(0, 1, min_open=True), default=1.0,
+              show_default=True, help="Chance a receiving endpoint takes a beat in a cycle.")
+@click.option("--ber", type=click.FloatRange(0, 0.01), default=0.0, show_default=True,
+              help="Bit error ratio of every link.")
+@click.option("--fail", "fails", multiple=True, metavar="LINK:START:END",
+              help="Link LINK is down from START to END ns after the traffic starts "
+                   "(repeatable).")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
+@click.option("--threads", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Threads evaluating the nodes.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=2, show_default=True,
+              help="Parallel compile jobs when the simulator is built.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="What to print.")
+def sim(file: str, output: str | None, traffic: str, load: float, packets: int | None,
+        cycles: int, beats: int, ready: float, ber: float, fails: tuple[str, ...], seed: int,
+        threads: int, jobs: int, fmt: str) -> None:
+    """Simulate FILE's generated Verilog with Verilator: every node, link models between
+    them, traffic from every endpoint; check that every packet arrives once, in order and
+    intact, and report latency, throughput and links beside the report's predictions (see
+    docs/sim.md).
+
+    Exit status 0 when every packet arrived intact (or the run reached --cycles with no
+    error), 1 when the cluster has errors or the network lost, corrupted, reordered or
+    stalled packets, 2 for bad options, an unreadable file or a missing tool.
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from optnet.plan import plan
+    from optnet.sim import SimBuildError, SimError, SimOptions, TrafficError, simulate
+
+    failures = tuple(_failure(text) for text in fails)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    with _claimed(output, replace=True):
+        with err.status("lint and route"):
+            result = _lint_or_exit(file)
+        links = len(result.routed.cluster.links)
+        for failure in failures:
+            if failure.link >= links:
+                click.echo(f"optnet: --fail names link {failure.link}, but "
+                           f"{result.routed.cluster.name} has links 0 to {links - 1}.",
+                           err=True)
+                sys.exit(EXIT_USAGE)
+        options = SimOptions(traffic, load, 200 if packets is None and not cycles else
+                             packets or 0, cycles, beats, ready, ber, failures, seed, threads)
+        columns = (TextColumn("{task.description:<12}"), BarColumn(),
+                   TextColumn("{task.fields[info]}"), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True) as bar:
+            task = bar.add_task("building", total=None, info="")
+
+            def step(text: str) -> None:
+                bar.update(task, description=text.split(" ")[0], info=text)
+
+            def progress(cycle: int, limit: int, delivered: int, expected: int) -> None:
+                bar.update(task, total=limit if limit > 0 else None, completed=cycle,
+                           info=f"cycle {cycle:,}, {delivered:,} of {expected:,} packets")
+
+            try:
+                doc, files = simulate(result.routed, plan(result.routed), options, jobs=jobs,
+                                      step=step, progress=progress)
+            except TrafficError as exc:
+                click.echo(f"optnet: {exc}", err=True)
+                sys.exit(EXIT_USAGE)
+            except (SimBuildError, SimError) as exc:
+                click.echo(f"optnet: {exc}", err=True)
+                sys.exit(EXIT_USAGE if isinstance(exc, SimBuildError) else EXIT_FINDINGS)
+        if output is not None:
+            write_tree(Path(output), {k: v.encode("utf-8") for k, v in files.items()})
+    click.echo(files["sim.json"] if fmt == "json" else files["sim.md"], nl=False)
+    sys.exit(EXIT_OK if doc["ok"] else EXIT_FINDINGS)
+
+
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False),

@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 
 from optnet.emit.stubs import PRIMITIVES, port_stub, primitive_stubs
 from optnet.emit.writer import write_into
+from optnet.hw.bringup import SimBringUp
 from optnet.hw.cdc import synchronizer_platform
 from optnet.hw.direct import DirectLink, DirectSwitch
 from optnet.hw.link import LinkLayer
@@ -32,8 +33,8 @@ def lower_router(plan: NodePlan) -> Lowered:
     return lower(Router(plan.router, buffers=names.buffer), names.router, ["sync"], platform)
 
 
-def node_verilog(plan: NodePlan, executor: Executor | None = None, phys: str = "vendor"
-                 ) -> str:
+def node_verilog(plan: NodePlan, executor: Executor | None = None, phys: str = "vendor",
+                 bringup: bool = False) -> str:
     """The Verilog of ``plan``'s :class:`~optnet.hw.top.NodeTop`: module ``<node>`` and its
     submodules, then the parts it instantiates (:func:`optnet.hw.top.parts`): the router
     ``<node>.router``, its input buffer ``<node>.router_buf`` (one module for all ports) and
@@ -52,7 +53,8 @@ def node_verilog(plan: NodePlan, executor: Executor | None = None, phys: str = "
     ``phys``: as :class:`~optnet.hw.top.NodeTop`'s. With ``sim`` the module has no PHY
     adapters but each link port's PHY side, ``phy<p>_tx``/``_rx``/``_up`` in clock domain
     ``phy<p>`` (ports ``phy<p>_clk``/``phy<p>_rst``), for ``optnet sim``; every other module
-    is the same as with ``vendor``.
+    is the same as with ``vendor``. With ``bringup`` (and ``sim``), the module is
+    :class:`~optnet.hw.bringup.SimBringUp`: the network with its bring-up kit.
     """
     names = parts(plan)
     platform = synchronizer_platform(plan.vendor)
@@ -63,7 +65,8 @@ def node_verilog(plan: NodePlan, executor: Executor | None = None, phys: str = "
     shared += [lower(link(cfg), name, ["sync", SHARED_PHY_DOMAIN], platform)
                for cfg, name in names.links.items()]
     domains = ["sync", *(f"phy{port.port}" for port in plan.ports)] if phys == "sim" else ()
-    top = to_verilog(NodeTop(plan, phys, names), plan.node, domains, platform)
+    top = SimBringUp(plan, names) if bringup else NodeTop(plan, phys, names)
+    top = to_verilog(top, plan.node, domains, platform)
     router = router.result() if router else lower_router(plan)
     return top + router.verilog + "".join(part.verilog for part in shared)
 

@@ -33,8 +33,8 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.endpoint import axis_rx_layout, axis_tx_layout
-from optnet.hw.top import LINK_COUNTERS
-from optnet.hw.uart import RegisterFile, UartBridge, member_name
+from optnet.hw.top import LINK_COUNTERS, NodeTop, Parts
+from optnet.hw.uart import RegisterBus, RegisterFile, UartBridge, member_name
 from optnet.plan import NodePlan
 from optnet.plan.configs import EndpointConfig
 from optnet.plan.registers import MAGIC, MAP_VERSION, register_map
@@ -283,6 +283,9 @@ class BringUp(wiring.Component):
         Its link counters (:data:`optnet.hw.top.LINK_COUNTERS`), on a node with a router.
     uart_rx : In(1), uart_tx : Out(1)
         Only with a ``divisor``.
+    bus : In(RegisterBus())
+        Only without a ``divisor``: the registers, for a host in the same design (``optnet
+        sim`` reads them here, as a host does over the UART).
     trouble : Out(1)
         Set once the router dropped a packet or a checker counted a packet out of sequence
         or a bad beat (until reset): the board top shows it on an LED.
@@ -305,6 +308,8 @@ class BringUp(wiring.Component):
         members.update((name, In(16)) for name in self.counters)
         if divisor is not None:
             members.update(uart_rx=In(1, init=1), uart_tx=Out(1, init=1))
+        else:
+            members["bus"] = In(RegisterBus())
         members.update(trouble=Out(1), activity=Out(1))
         super().__init__(members)
 
@@ -316,6 +321,8 @@ class BringUp(wiring.Component):
             m.submodules.uart = uart = UartBridge(self.divisor)
             wiring.connect(m, uart.bus, regs.bus)
             m.d.comb += [uart.rx.eq(self.uart_rx), self.uart_tx.eq(uart.tx)]
+        else:
+            wiring.connect(m, wiring.flipped(self.bus), regs.bus)
         links = len(plan.ports)
         m.d.comb += [regs.magic.eq(MAGIC), regs.version.eq(MAP_VERSION),
                      regs.node_id.eq(self.node_id), regs.endpoints.eq(len(plan.endpoints)),
@@ -345,4 +352,54 @@ class BringUp(wiring.Component):
             with m.If(check.m_axis.valid & check.m_axis.payload.tlast):
                 m.d.sync += self.activity.eq(~self.activity)
         m.d.comb += self.trouble.eq(Cat(errors).any())
+        return m
+
+
+class SimBringUp(wiring.Component):
+    """A node's network module (:class:`~optnet.hw.top.NodeTop`, PHYs as ``phys="sim"``)
+    with its bring-up kit (:class:`BringUp`, without a UART) driving the endpoints, as the
+    board top has it: what ``optnet sim --traffic bringup`` simulates.
+
+    Members
+    -------
+    Every member of the network module but the endpoints' streams (the PHY sides, ``link_up``,
+    ``dropped``, ``node_id``, the link counters), and the kit's ``bus``, ``trouble`` and
+    ``activity``.
+    """
+
+    def __init__(self, plan: NodePlan, parts: Parts | None = None):
+        self.net = NodeTop(plan, phys="sim", parts=parts)
+        self.kit = BringUp(plan, None)
+        axis = {f"{name}_{side}" for name in plan.endpoint_names for side in ("s_axis", "m_axis")}
+        members = {name: member for name, member in self.net.signature.members.items()
+                   if name not in axis}
+        members.update(bus=In(RegisterBus()), trouble=Out(1), activity=Out(1))
+        self.plan = plan
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        net, kit = self.net, self.kit
+        m.submodules.net, m.submodules.kit = net, kit
+        for name in self.plan.endpoint_names:
+            wiring.connect(m, getattr(kit, f"{name}_tx"), getattr(net, f"{name}_s_axis"))
+            wiring.connect(m, getattr(net, f"{name}_m_axis"), getattr(kit, f"{name}_rx"))
+        m.d.comb += [kit.node_id.eq(net.node_id), kit.link_up.eq(net.link_up),
+                     kit.dropped.eq(net.dropped),
+                     *(getattr(kit, name).eq(getattr(net, name)) for name in kit.counters),
+                     self.trouble.eq(kit.trouble), self.activity.eq(kit.activity)]
+        wiring.connect(m, wiring.flipped(self.bus), kit.bus)
+        for name, member in self.signature.members.items():
+            if name in ("bus", "trouble", "activity"):
+                continue
+            outer, inner = getattr(self, name), getattr(net, name)
+            if member.is_signature:
+                if member.flow == Out:
+                    wiring.connect(m, inner, wiring.flipped(outer))
+                else:
+                    wiring.connect(m, wiring.flipped(outer), inner)
+            elif member.flow == Out:
+                m.d.comb += outer.eq(inner)
+            else:
+                m.d.comb += inner.eq(outer)
         return m

@@ -1,0 +1,109 @@
+"""``optnet sim``: the cluster's generated Verilog, simulated with Verilator.
+
+Stages, each taking data and returning new data (docs/sim.md):
+
+1. :func:`optnet.sim.setup.sim_setup`: clocks, roles, links with their latencies, from the
+   routed cluster and its plans;
+2. :func:`optnet.sim.build.build_simulator`: one Verilated model per hardware role and the
+   C++ harness, compiled once and cached;
+3. :func:`optnet.sim.run.run_simulation`: one run with a traffic, its results;
+4. :mod:`optnet.sim.report`: the results beside the report's predictions, as JSON, Markdown
+   and HTML.
+
+:func:`simulate` runs them in order for the command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from optnet.plan import NodePlan
+from optnet.routing.route import Routed
+from optnet.sim.build import SimBuildError, build_simulator
+from optnet.sim.report import predictions, sim_files, sim_summary
+from optnet.sim.run import SimError, run_simulation
+from optnet.sim.setup import (
+    PATTERNS,
+    Failure,
+    Traffic,
+    TrafficError,
+    permutation,
+    read_messages,
+    sim_setup,
+)
+
+#: Network cycles the bring-up traffic runs for when no ``cycles`` are given.
+BRINGUP_CYCLES = 100_000
+
+__all__ = ["BRINGUP_CYCLES", "PATTERNS", "Failure", "SimBuildError", "SimError", "SimOptions",
+           "Traffic", "TrafficError", "simulate"]
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """How to run: ``traffic`` is a pattern of :data:`PATTERNS` or a CSV file of messages
+    (:func:`~optnet.sim.setup.read_messages`); the other fields as
+    :class:`~optnet.sim.setup.Traffic` and :func:`~optnet.sim.run.settings_text`."""
+
+    traffic: str = "uniform"
+    load: float = 0.1
+    packets: int = 0
+    cycles: int = 0
+    beats: int = 0
+    ready: float = 1.0
+    ber: float = 0.0
+    failures: tuple[Failure, ...] = ()
+    seed: int = 1
+    threads: int = 1
+    stall: int = 20_000
+
+
+def simulate(routed: Routed, plans: Sequence[NodePlan], options: SimOptions, *, jobs: int = 1,
+             step: Callable[[str], None] = lambda text: None,
+             progress: Callable[[int, int, int, int], None] = lambda *a: None,
+             cache: Path | None = None) -> tuple[dict, dict[str, str]]:
+    """Simulate ``routed`` (every node's ``plans``) with ``options``; returns the summary
+    (:func:`~optnet.sim.report.sim_summary`) and the files ``sim.json``, ``sim.md`` and
+    ``sim.html``. ``step`` names each stage as it starts; ``progress`` as
+    :func:`~optnet.sim.run.run_simulation`'s.
+
+    Raises
+    ------
+    TrafficError
+        If the traffic cannot run on the cluster.
+    SimBuildError, SimError
+        If the simulator cannot be built or run.
+    """
+    setup = sim_setup(routed, plans)
+    n = len(plans)
+    order: tuple[int, ...] = ()
+    messages: tuple = ()
+    pattern = options.traffic
+    bringup = pattern == "bringup"
+    if pattern in ("transpose", "tornado"):
+        order = permutation(pattern, n)
+    elif pattern not in PATTERNS and not bringup:
+        messages = read_messages(Path(pattern), setup)
+        pattern = "messages"
+    if plans[0].direct is not None and (pattern == "broadcast" or any(
+            m[3] < 0 for m in messages)):
+        raise TrafficError("A direct cluster (OPTWEB's switch) has no broadcasts; use a "
+                           "unicast pattern.")
+    traffic = Traffic("permutation" if order else pattern, options.load, options.packets,
+                      options.cycles or (BRINGUP_CYCLES if bringup else 0), options.beats,
+                      options.ready, messages)
+    sim = build_simulator(setup.roles, bringup=bringup, jobs=jobs, progress=step, cache=cache)
+    step("simulating")
+    result = run_simulation(setup, sim, traffic, progress=progress, seed=options.seed,
+                            threads=options.threads, ber=options.ber,
+                            failures=options.failures, permutation=order,
+                            stall=options.stall)
+    shown = replace(traffic, pattern="messages" if messages else options.traffic)
+    prediction = predictions(routed, setup, shown, order)
+    doc = sim_summary(setup, shown, result, prediction, {
+        "cluster": routed.cluster.name, "seed": options.seed, "ber": options.ber,
+        "failures": [vars(f) for f in options.failures], "traffic": options.traffic,
+        "cached_model": sim.cached})
+    return doc, sim_files(doc)

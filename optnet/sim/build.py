@@ -124,7 +124,7 @@ def _vlt(rep: NodePlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _role_context(k: int, rep: NodePlan, root_header: str) -> dict:
+def _role_context(k: int, rep: NodePlan, root_header: str, bringup: bool) -> dict:
     """What the harness template needs of role ``k``: its ports' and members' C++ names."""
     members = set(re.findall(r"\b(\w+);", root_header))
 
@@ -157,8 +157,9 @@ def _role_context(k: int, rep: NodePlan, root_header: str) -> dict:
                         for sig in ("data", "valid", "ready", "last", "id")}}
                  for name in rep.endpoint_names]
     memories = [member(name) for name in role_memories(rep)]
+    bus = {"addr": v("bus__addr"), "r_data": v("bus__r_data")} if bringup else None
     return {"index": k, "model": f"Vrole{k}", "rep": rep.node, "ports": ports,
-            "endpoints": endpoints, "memories": memories}
+            "endpoints": [] if bringup else endpoints, "memories": memories, "bus": bus}
 
 
 def _run(argv: Sequence[str], cwd: Path, what: str) -> None:
@@ -171,11 +172,13 @@ def _run(argv: Sequence[str], cwd: Path, what: str) -> None:
         raise SimBuildError(f"{what} failed (exit {proc.returncode}):\n{tail}")
 
 
-def build_simulator(roles: Sequence[NodePlan], *, jobs: int = 1,
+def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: int = 1,
                     progress: Callable[[str], None] = lambda step: None,
                     cache: Path | None = None) -> Simulator:
     """The simulator of a cluster whose hardware roles are ``roles`` (one node each, in role
-    order), built or taken from the cache.
+    order), built or taken from the cache. With ``bringup``, each node is its network module
+    with its bring-up kit driving the endpoints (:class:`~optnet.hw.bringup.SimBringUp`),
+    whose registers the harness reads at the end.
 
     Raises
     ------
@@ -187,7 +190,7 @@ def build_simulator(roles: Sequence[NodePlan], *, jobs: int = 1,
     if not compiler:
         raise SimBuildError("optnet sim needs a C++ compiler (g++ or c++ on PATH, or $CXX).")
     progress("lowering")
-    sources = [node_verilog(rep, phys="sim") for rep in roles]
+    sources = [node_verilog(rep, phys="sim", bringup=bringup) for rep in roles]
     digest = hashlib.sha256()
     for part in [version, " ".join(CXXFLAGS + VERILATOR_FLAGS), compiler,
                  render_template("sim/sim.cpp.j2", roles=[], counters=list(LINK_COUNTERS)),
@@ -213,7 +216,7 @@ def build_simulator(roles: Sequence[NodePlan], *, jobs: int = 1,
                   rep.node, "--Mdir", f"obj{k}", f"role{k}.vlt", f"role{k}.v"], work,
                  f"Verilator (role of node {rep.node})")
             header = (work / f"obj{k}" / f"Vrole{k}___024root.h").read_text(encoding="utf-8")
-            contexts.append(_role_context(k, rep, header))
+            contexts.append(_role_context(k, rep, header, bringup))
         (work / "sim.cpp").write_text(render_template(
             "sim/sim.cpp.j2", roles=contexts, counters=list(LINK_COUNTERS)), encoding="utf-8")
         flags = f"OPT_FAST={' '.join(CXXFLAGS)}"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optnet.emit.roles import role_memories
+from optnet.plan.registers import register_map
 from optnet.sim.build import Simulator
 from optnet.sim.setup import Failure, SimSetup, Traffic
 
@@ -40,7 +41,8 @@ class SimResult:
         ``errors``, ``classes`` (latency per endpoint and kind, in network cycles),
         ``sources`` (per node and endpoint), ``lines`` (per link direction, in
         :attr:`SimSetup.lines` order), ``ports`` (each node's link layer counters),
-        ``dropped`` (per node), ``wall_s``.
+        ``dropped`` (per node), ``registers`` (with the bring-up kit: per node, the value of
+        each register of its :func:`~optnet.plan.registers.register_map`), ``wall_s``.
     """
 
     data: dict
@@ -72,7 +74,8 @@ def settings_text(setup: SimSetup, sim: Simulator, traffic: Traffic, result: Pat
     if permutation:
         lines.append("permutation " + " ".join(str(d) for d in permutation))
     rep = setup.plans[0]
-    for cfg in rep.endpoints:
+    bringup = traffic.pattern == "bringup"
+    for cfg in () if bringup else rep.endpoints:
         direct = rep.direct is not None
         unicast = cfg.max_packet - (0 if direct else 1)
         broadcast = 0 if direct else (cfg.broadcast_flits or cfg.max_packet) - 1
@@ -90,6 +93,9 @@ def settings_text(setup: SimSetup, sim: Simulator, traffic: Traffic, result: Pat
             for entry, value in enumerate(memories[name]):
                 w = _words(value)
                 lines.append(f"memory {i} {m} {entry} {len(w)} {' '.join(w)}")
+    if bringup:
+        lines += [f"registers {i} " + " ".join(str(r.addr) for r in register_map(plan))
+                  for i, plan in enumerate(setup.plans)]
     for node, ep, cycle, dst, beats in traffic.messages:
         lines.append(f"message {node} {ep} {cycle} {dst} {beats}")
     return "\n".join(lines) + "\n"
