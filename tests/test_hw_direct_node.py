@@ -38,8 +38,9 @@ def build(name):
 
 
 def cluster(plans, *, sync=10e-9, phy=6e-9, latency=5):
-    """The nodes of ``plans`` as NodeTops joined by link models of ``latency`` PHY cycles:
-    the simulator (not yet run), the tops by node name."""
+    """The nodes of ``plans`` as NodeTops joined by links of ``latency`` PHY cycles (the
+    link model's and the register in which each node takes what it receives): the simulator
+    (not yet run), the tops by node name."""
     m = Module()
     tops = {}
     for p in plans:
@@ -61,7 +62,9 @@ def cluster(plans, *, sync=10e-9, phy=6e-9, latency=5):
             model = LinkModel(getattr(tops[pl.node], f"phy{port.port}_tx"),
                               getattr(tops[peer_node], f"phy{far.port}_rx"),
                               getattr(tops[pl.node], f"phy{port.port}_up"),
-                              f"phy{port.port}", port.link.phy_width, latency=latency)
+                              f"phy{port.port}", port.link.phy_width,
+                              # (the node registers what it receives: one of the cycles)
+                              latency=latency - 1)
             sim.add_testbench(model.process, background=True)
     return sim, tops
 

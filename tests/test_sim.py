@@ -28,8 +28,11 @@ RING = ROOT / "examples" / "ulx3s_ring4.yaml"
 
 
 def _needs_verilator() -> None:
-    if not shutil.which("verilator"):
-        missing_tool("verilator", "optnet sim needs Verilator 5")
+    for tool, what in [("verilator", "optnet sim needs Verilator 5"),
+                       ("g++", "Verilator's models are compiled with a C++ compiler"),
+                       ("make", "Verilator's models are compiled with make")]:
+        if not shutil.which(tool):
+            missing_tool(tool, what)
 
 
 def _setup(example: Path):
@@ -215,3 +218,14 @@ def test_cascade_broadcasts_on_the_cuscomnet_torus():
     assert doc["ok"], doc["errors"]
     eps = len(doc["classes"])
     assert doc["packets"]["delivered"] == 16 * 8 * 15 * eps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["plasticnet_ring4", "bee3_four_x2", "bluedbm_20"])
+def test_examples_of_several_roles_and_endpoints_deliver_everything(example):
+    # PlasticNet: 2 roles; BEE3 x2 links: 4 roles of 32 nodes; BlueDBM: 3 endpoints
+    doc = _run(ROOT / "examples" / f"{example}.yaml", packets=20, load=0.02)
+    assert doc["ok"], doc["errors"]
+    eps = len({c["endpoint"] for c in doc["classes"]})
+    nodes = len(doc["link_counters"])
+    assert doc["packets"]["delivered"] == doc["packets"]["expected"] == nodes * eps * 20

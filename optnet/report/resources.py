@@ -55,6 +55,7 @@ __all__ = [
     "Synthesis",
     "Usage",
     "cache_dir",
+    "cache_root",
     "find_yosys",
     "link_ip_table",
     "lookup_ip",
@@ -668,17 +669,20 @@ def _run(argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProc
                           check=False)
 
 
+def cache_root() -> Path:
+    """optnet's cache: ``$OPTNET_CACHE``, else ``$XDG_CACHE_HOME/optnet``, else
+    ``~/.cache/optnet``."""
+    if env := os.environ.get("OPTNET_CACHE"):
+        return Path(env)
+    if xdg := os.environ.get("XDG_CACHE_HOME"):
+        return Path(xdg) / "optnet"
+    return Path.home() / ".cache" / "optnet"
+
+
 def cache_dir(root: Path | None = None) -> Path:
     """Where synthesis results are cached: ``<root>/resources``, the root being ``root``,
-    else ``$OPTNET_CACHE``, else ``$XDG_CACHE_HOME/optnet``, else ``~/.cache/optnet``."""
-    if root is None:
-        if env := os.environ.get("OPTNET_CACHE"):
-            root = Path(env)
-        elif xdg := os.environ.get("XDG_CACHE_HOME"):
-            root = Path(xdg) / "optnet"
-        else:
-            root = Path.home() / ".cache" / "optnet"
-    return Path(root) / "resources"
+    else :func:`cache_root`."""
+    return Path(root or cache_root()) / "resources"
 
 
 def _sha256(text: str) -> str:

@@ -9,7 +9,7 @@ the reset ends: a 64-node cluster of one role is one model, instantiated 64 time
 
 The program is cached by the hash of everything that goes into it (the Verilog of every
 role, the harness, the Verilator version and the compiler flags) under
-``<cache>/sim/<hash>/`` (:func:`optnet.report.resources.cache_dir`), so a second run of the
+``<cache>/sim/<hash>/`` (:func:`optnet.report.resources.cache_root`), so a second run of the
 same hardware, with any traffic, starts at once.
 """
 
@@ -30,7 +30,7 @@ from optnet.emit.hdl import node_verilog
 from optnet.emit.roles import role_memories
 from optnet.hw.top import LINK_COUNTERS
 from optnet.plan import NodePlan
-from optnet.report.resources import cache_dir
+from optnet.report.resources import cache_root
 
 __all__ = ["SimBuildError", "Simulator", "build_simulator", "find_verilator", "verilator_name"]
 
@@ -144,7 +144,7 @@ def _role_context(k: int, rep: NodePlan, root_header: str, bringup: bool) -> dic
         p = port.port
         ports.append({
             "clk": v(f"phy{p}_clk"), "rst": v(f"phy{p}_rst"), "up": v(f"phy{p}_up"),
-            "tx_valid": v(f"phy{p}_tx__valid"), "tx_ready": v(f"phy{p}_tx__ready"),
+            "tx_valid": v(f"phy{p}_tx__valid"),
             "tx_payload": v(f"phy{p}_tx__payload"), "rx_valid": v(f"phy{p}_rx__valid"),
             "rx_payload": v(f"phy{p}_rx__payload"),
             "flit": v(f"phy{p}_flit"),
@@ -178,7 +178,9 @@ def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: i
     """The simulator of a cluster whose hardware roles are ``roles`` (one node each, in role
     order), built or taken from the cache. With ``bringup``, each node is its network module
     with its bring-up kit driving the endpoints (:class:`~optnet.hw.bringup.SimBringUp`),
-    whose registers the harness reads at the end.
+    whose registers the harness reads at the end. ``cache``: the folder of built simulators
+    (default ``<cache root>/sim``); ``jobs``: parallel compile jobs; ``progress(step)`` names
+    each step as it starts.
 
     Raises
     ------
@@ -187,8 +189,9 @@ def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: i
     """
     verilator, version = find_verilator()
     compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
-    if not compiler:
-        raise SimBuildError("optnet sim needs a C++ compiler (g++ or c++ on PATH, or $CXX).")
+    if not compiler or not shutil.which("make"):
+        raise SimBuildError("optnet sim needs a C++ compiler (g++ or c++ on PATH, or $CXX) "
+                            "and make to compile Verilator's models.")
     progress("lowering")
     sources = [node_verilog(rep, phys="sim", bringup=bringup) for rep in roles]
     digest = hashlib.sha256()
@@ -197,7 +200,7 @@ def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: i
                  *sources, *(_vlt(rep) for rep in roles)]:
         digest.update(part.encode("utf-8"))
         digest.update(b"\0")
-    home = (cache or cache_dir()) / "sim" / digest.hexdigest()[:24]
+    home = (cache or cache_root() / "sim") / digest.hexdigest()[:24]
     memories = tuple(tuple(role_memories(rep)) for rep in roles)
     program = home / "optnet-sim"
     if program.is_file():

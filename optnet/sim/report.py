@@ -172,7 +172,9 @@ def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
         "packets": {"offered": offered, "expected": data["expected"],
                     "delivered": data["delivered"], "in_flight": data["expected"] -
                     data["delivered"], "refused": sum(s["refused"] for s in sources)},
-        "errors": data["errors"],
+        # (at the time limit, what has not arrived is in flight, not missing)
+        "errors": {**data["errors"], "missing": 0} if data["verdict"] == "time_limit"
+        else data["errors"],
         "beats": {"sent": sent_beats, "received": received_beats},
         "throughput": {"offered_load": traffic.load, "accepted_load": accepted,
                        "per_node_bps": accepted * eps * width * hz},

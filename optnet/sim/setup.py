@@ -94,7 +94,9 @@ class LineSetup:
     clock : int
         The simulator clock of both ends' PHY domains.
     latency : int
-        PHY clock cycles from the transmitter's word to the receiver's (at least 1).
+        PHY clock cycles of the delay line (at least 1): the PHY pair's and the cable's
+        latency, less the cycle of the register through which the network module takes
+        what it receives (:class:`~optnet.hw.top.NodeTop` with ``phys="sim"``).
     bits : int
         PHY word width.
     """
@@ -196,7 +198,8 @@ def sim_setup(routed: Routed, plans: Sequence[NodePlan]) -> SimSetup:
         lp = params.link(link)
         seconds = lp.latency + lp.length_m * params.cable_delay_per_m
         for tx, rx in ((a, b), (b, a)):
-            cycles = max(1, round(seconds * clocks[tx[4]]))
+            # (the network module registers what it receives: one of the cycles)
+            cycles = max(1, round(seconds * clocks[tx[4]]) - 1)
             lines.append(LineSetup((tx[0], tx[1]), (rx[0], rx[1]), link.index, tx[4], cycles,
                                    tx[2].link.phy_width))
     return SimSetup(tuple(plans), tuple(roles), tuple(role_of), tuple(clocks),
