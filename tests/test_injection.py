@@ -705,6 +705,6 @@ def test_lint_reports_a_refused_value(monkeypatch):
 
 def test_raw_of_another_language_is_escaped():
     # Markdown marked Raw reaches an HTML page as text.
-    text = render_template("report/report.html.j2", title="t", sections=[],
+    text = render_template("report/report.html.j2", title="t", intro="i", sections=[],
                            build_md=Raw("<script>x</script>", "md"))
     assert "&lt;script&gt;" in text and "<script" not in text

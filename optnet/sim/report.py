@@ -131,8 +131,9 @@ def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
     offered = sum(s["made"] for s in sources)
     sent_beats = sum(s["sent_beats"] for s in sources)
     received_beats = sum(s["received_beats"] for s in sources)
-    width = plans[0].endpoints[0].width
-    accepted = data["window_bits"] / width / window / (len(plans) * eps)
+    accepted = data["window_beats"] / window / (len(plans) * eps)
+    hz = float(setup.network_hz)
+    per_node_bps = data["window_bits"] / (window / hz) / len(plans)
     links = []
     for line, measured in zip(setup.lines, data["lines"], strict=True):
         link = setup.links[line.link]
@@ -148,7 +149,6 @@ def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
                                 for k, port in enumerate(row)]
                 for i, row in enumerate(data["ports"])}
     drops = {plans[i].node: d for i, d in enumerate(data["dropped"]) if d}
-    hz = float(setup.network_hz)
     kit = {plans[i].node: {r.name: value for r, value in zip(register_map(plans[i]), values,
                                                               strict=True)}
            for i, values in enumerate(data.get("registers", []))}
@@ -177,7 +177,7 @@ def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
         else data["errors"],
         "beats": {"sent": sent_beats, "received": received_beats},
         "throughput": {"offered_load": traffic.load, "accepted_load": accepted,
-                       "per_node_bps": accepted * eps * width * hz},
+                       "per_node_bps": per_node_bps},
         "classes": classes,
         "links": links,
         "link_counters": counters,
@@ -185,7 +185,7 @@ def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
         "prediction": {"zero_load_ns": prediction.zero_load_ns,
                        "saturation_load": prediction.saturation,
                        "saturation_per_node_bps": None if prediction.saturation is None else
-                       prediction.saturation * eps * width * hz,
+                       prediction.saturation * hz * sum(e.width for e in plans[0].endpoints),
                        "bottleneck": prediction.bottleneck},
     }
 
