@@ -391,8 +391,10 @@ def sim(file: str, output: str | None, traffic: str, load: float, packets: int |
                            f"{result.routed.cluster.name} has links 0 to {links - 1}.",
                            err=True)
                 sys.exit(EXIT_USAGE)
-        options = SimOptions(traffic, load, 200 if packets is None and not cycles else
-                             packets or 0, cycles, beats, ready, ber, failures, seed, threads)
+        options = SimOptions(
+            pattern=traffic, load=load, cycles=cycles, beats=beats, ready=ready, ber=ber,
+            packets=200 if packets is None and not cycles else packets or 0,
+            failures=failures, seed=seed, threads=threads)
         columns = (TextColumn("{task.description:<12}"), BarColumn(),
                    TextColumn("{task.fields[info]}"), TimeElapsedColumn())
         with Progress(*columns, console=err, transient=True) as bar:

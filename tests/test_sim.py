@@ -145,7 +145,7 @@ def test_the_ring_delivers_every_packet_once_in_order_and_intact():
 def test_csv_messages_and_broadcasts_arrive(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("n0,n2,64,0\nn1,*,16,0\nn3,n0,4,500\n", encoding="utf-8")
-    doc = _run(RING, traffic=str(path))
+    doc = _run(RING, pattern=str(path))
     assert doc["ok"], doc["errors"]
     # 64 bytes: 16 beats in three packets (7 + 7 + 2), a 4-beat broadcast to 3 nodes, 1
     assert doc["packets"]["delivered"] == 3 + 3 + 1
@@ -153,7 +153,7 @@ def test_csv_messages_and_broadcasts_arrive(tmp_path):
 
 
 def test_the_bringup_kit_runs_in_simulation():
-    doc = _run(RING, traffic="bringup", cycles=40_000)
+    doc = _run(RING, pattern="bringup", cycles=40_000)
     assert doc["verdict"] == "time_limit" and doc["ok"]
     for node, regs in doc["bringup"].items():
         assert regs["magic"] == 0x4F50544E
@@ -213,7 +213,7 @@ def test_the_direct_cluster_delivers_everything():
 
 @pytest.mark.slow
 def test_cascade_broadcasts_on_the_cuscomnet_torus():
-    doc = _run(ROOT / "examples" / "cuscomnet_torus16.yaml", traffic="broadcast", packets=8,
+    doc = _run(ROOT / "examples" / "cuscomnet_torus16.yaml", pattern="broadcast", packets=8,
                load=0.02)
     assert doc["ok"], doc["errors"]
     eps = len(doc["classes"])

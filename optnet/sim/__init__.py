@@ -16,7 +16,7 @@ Stages, each taking data and returning new data (docs/sim.md):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from optnet.plan import NodePlan
@@ -42,17 +42,12 @@ __all__ = ["BRINGUP_CYCLES", "PATTERNS", "Failure", "SimBuildError", "SimError",
 
 
 @dataclass(frozen=True)
-class SimOptions:
-    """How to run: ``traffic`` is a pattern of :data:`PATTERNS` or a CSV file of messages
-    (:func:`~optnet.sim.setup.read_messages`); the other fields as
-    :class:`~optnet.sim.setup.Traffic` and :func:`~optnet.sim.run.settings_text`."""
+class SimOptions(Traffic):
+    """How to run: a :class:`~optnet.sim.setup.Traffic` whose ``pattern`` is one of
+    :data:`PATTERNS`, ``bringup`` or the path of a CSV file of messages
+    (:func:`~optnet.sim.setup.read_messages`), and the link models' and simulator's
+    settings (as :func:`~optnet.sim.run.settings_text`)."""
 
-    traffic: str = "uniform"
-    load: float = 0.1
-    packets: int = 0
-    cycles: int = 0
-    beats: int = 0
-    ready: float = 1.0
     ber: float = 0.0
     failures: tuple[Failure, ...] = ()
     seed: int = 1
@@ -80,7 +75,7 @@ def simulate(routed: Routed, plans: Sequence[NodePlan], options: SimOptions, *, 
     n = len(plans)
     order: tuple[int, ...] = ()
     messages: tuple = ()
-    pattern = options.traffic
+    pattern = options.pattern
     bringup = pattern == "bringup"
     if pattern in ("transpose", "tornado"):
         order = permutation(pattern, n)
@@ -91,19 +86,19 @@ def simulate(routed: Routed, plans: Sequence[NodePlan], options: SimOptions, *, 
             m[3] < 0 for m in messages)):
         raise TrafficError("A direct cluster (OPTWEB's switch) has no broadcasts; use a "
                            "unicast pattern.")
-    traffic = Traffic("permutation" if order else pattern, options.load, options.packets,
-                      options.cycles or (BRINGUP_CYCLES if bringup else 0), options.beats,
-                      options.ready, messages)
+    traffic = Traffic(**{f.name: getattr(options, f.name) for f in fields(Traffic)})
+    traffic = replace(traffic, pattern="permutation" if order else pattern, messages=messages,
+                      cycles=options.cycles or (BRINGUP_CYCLES if bringup else 0))
     sim = build_simulator(setup.roles, bringup=bringup, jobs=jobs, progress=step, cache=cache)
     step("simulating")
     result = run_simulation(setup, sim, traffic, progress=progress, seed=options.seed,
                             threads=options.threads, ber=options.ber,
                             failures=options.failures, permutation=order,
                             stall=options.stall)
-    shown = replace(traffic, pattern="messages" if messages else options.traffic)
+    shown = replace(traffic, pattern="messages" if messages else options.pattern)
     prediction = predictions(routed, setup, shown, order)
     doc = sim_summary(setup, shown, result, prediction, {
         "cluster": routed.cluster.name, "seed": options.seed, "ber": options.ber,
-        "failures": [vars(f) for f in options.failures], "traffic": options.traffic,
+        "failures": [vars(f) for f in options.failures], "traffic": options.pattern,
         "cached_model": sim.cached})
     return doc, sim_files(doc)
