@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from optnet.cli import cli
 from optnet.sim import Failure, SimOptions, TrafficError, simulate
-from optnet.sim.build import verilator_name
+from optnet.sim.build import SimBuildError, find_verilator, verilator_name
 from optnet.sim.report import predictions
 from optnet.sim.setup import Traffic, permutation, read_messages, sim_setup
 
@@ -28,8 +28,11 @@ RING = ROOT / "examples" / "ulx3s_ring4.yaml"
 
 
 def _needs_verilator() -> None:
-    for tool, what in [("verilator", "optnet sim needs Verilator 5"),
-                       ("g++", "Verilator's models are compiled with a C++ compiler"),
+    try:
+        find_verilator()
+    except SimBuildError as err:
+        missing_tool("verilator", str(err))
+    for tool, what in [("g++", "Verilator's models are compiled with a C++ compiler"),
                        ("make", "Verilator's models are compiled with make")]:
         if not shutil.which(tool):
             missing_tool(tool, what)

