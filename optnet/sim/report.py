@@ -12,11 +12,12 @@ Predictions (:func:`predictions`):
 - *Saturation throughput*: the offered load (beats per network cycle per endpoint) at which
   the busiest resource is full, from the channel loads of the traffic on the routes: a link
   carries at most one flit per :meth:`optnet.model.ModelParams.flit_time`, a packet of ``B``
-  beats is ``B + 1`` flits with its header (a direct cluster's beat is one word of the
-  switch, and a message's control word is not counted), and a node's router takes and
-  gives at most one flit a cycle at its local port. It is compared with the accepted
-  throughput, which at an offered load above saturation is the network's saturation
-  throughput.
+  beats is ``B + 1`` flits with its header (on a direct cluster a message of ``B`` beats
+  takes ``B + 1`` cycles of its switch, its EAGER word's and a word a beat), and a node's
+  router takes and gives at most one flit a cycle at its local port. Endpoint credit, the
+  link layers' replay windows and the routers' credit loops are not modelled. It is
+  compared with the accepted throughput, which at an offered load above saturation is the
+  network's saturation throughput.
 """
 
 from __future__ import annotations
@@ -81,19 +82,20 @@ def predictions(routed: Routed, setup: SimSetup, traffic: Traffic,
     direct = setup.plans[0].direct is not None
     most = cfg.max_packet - (0 if direct else 1)
     beats = min(traffic.beats, most) if traffic.beats else most
-    flits_per_beat = 1.0 if direct else (beats + 1) / beats
+    # a packet's header flit; a direct message's EAGER word, a switch cycle of its own
+    flits_per_beat = (beats + 1) / beats
     eps = len(setup.plans[0].endpoints)
     load: dict[int, float] = defaultdict(float)
     for (s, d), w in weights.items():
         for channel in routed.routing.path(net, s, d):
             load[channel] += w * eps * flits_per_beat
     limits = [(1.0, "the endpoints (a beat a cycle)")]
-    if not direct:
-        # a node's local port: every endpoint's flits in, and the same out
-        inject = max(sum(w for (s, _), w in weights.items() if s == i) for i in range(n))
-        eject = max(sum(w for (_, d), w in weights.items() if d == i) for i in range(n))
-        limits.append((1.0 / (eps * flits_per_beat * max(inject, eject)),
-                       "the routers' local ports (a flit a cycle)"))
+    # a node's local port (a direct node's switch): every endpoint's flits in, the same out
+    inject = max(sum(w for (s, _), w in weights.items() if s == i) for i in range(n))
+    eject = max(sum(w for (_, d), w in weights.items() if d == i) for i in range(n))
+    limits.append((1.0 / (eps * flits_per_beat * max(inject, eject)),
+                   "the direct switches (a word a cycle, a message's EAGER word included)"
+                   if direct else "the routers' local ports (a flit a cycle)"))
     for channel, flits in load.items():
         link = net.link(channel)
         per_cycle = min(1.0, float(1 / (params.flit_time(link) * params.clock)))

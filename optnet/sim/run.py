@@ -79,8 +79,7 @@ def settings_text(setup: SimSetup, sim: Simulator, traffic: Traffic, result: Pat
         direct = rep.direct is not None
         unicast = cfg.max_packet - (0 if direct else 1)
         broadcast = 0 if direct else (cfg.broadcast_flits or cfg.max_packet) - 1
-        lines.append(f"endpoint {cfg.width} {cfg.fmt.id_bits} {cfg.length_bits or 1} "
-                     f"{unicast} {broadcast} {int(direct)}")
+        lines.append(f"endpoint {cfg.width} {unicast} {broadcast} {int(direct)}")
     for line in setup.lines:
         lines.append(f"line {line.tx[0]} {line.tx[1]} {line.rx[0]} {line.rx[1]} {line.clock} "
                      f"{line.latency} {line.bits} {line.link} {ber!r}")
