@@ -362,9 +362,14 @@ def _failure(text: str):
               help="Parallel compile jobs when the simulator is built.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="What to print.")
+@click.option("--trace", "trace_dir", type=click.Path(file_okay=False),
+              help="Write each node's waveforms to TRACE/<node>.vcd (a slower simulator, "
+                   "built apart; keep runs short).")
+@click.option("--trace-nodes", help="Comma-separated nodes to trace (default: every node).")
 def sim(file: str, output: str | None, traffic: str, load: float, packets: int | None,
         cycles: int, beats: int, ready: float, ber: float, fails: tuple[str, ...], seed: int,
-        threads: int, jobs: int, fmt: str) -> None:
+        threads: int, jobs: int, fmt: str, trace_dir: str | None,
+        trace_nodes: str | None) -> None:
     """Simulate FILE's generated Verilog with Verilator: every node, link models between
     them, traffic from every endpoint; check that every packet arrives once, in order and
     intact, and report latency, throughput and links beside the report's predictions (see
@@ -391,10 +396,24 @@ def sim(file: str, output: str | None, traffic: str, load: float, packets: int |
                            f"{result.routed.cluster.name} has links 0 to {links - 1}.",
                            err=True)
                 sys.exit(EXIT_USAGE)
+        traced = tuple(n.strip() for n in (trace_nodes or "").split(",") if n.strip())
+        unknown = sorted(set(traced) - {n.name for n in result.routed.cluster.nodes})
+        if unknown:
+            click.echo(f"optnet: --trace-nodes names no node called "
+                       f"{', '.join(map(repr, unknown))} in {file}.", err=True)
+            sys.exit(EXIT_USAGE)
+        if trace_dir is not None:
+            try:
+                Path(trace_dir).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                click.echo(f"optnet: cannot create {trace_dir}: {exc.strerror or exc}.",
+                           err=True)
+                sys.exit(EXIT_USAGE)
         options = SimOptions(
             pattern=traffic, load=load, cycles=cycles, beats=beats, ready=ready, ber=ber,
             packets=200 if packets is None and not cycles else packets or 0,
-            failures=failures, seed=seed, threads=threads)
+            failures=failures, seed=seed, threads=threads,
+            trace=None if trace_dir is None else Path(trace_dir), trace_nodes=traced)
         columns = (TextColumn("{task.description:<12}"), BarColumn(),
                    TextColumn("{task.fields[info]}"), TimeElapsedColumn())
         with Progress(*columns, console=err, transient=True) as bar:

@@ -238,3 +238,14 @@ def test_examples_of_several_roles_and_endpoints_deliver_everything(example):
     eps = len({c["endpoint"] for c in doc["classes"]})
     nodes = len(doc["link_counters"])
     assert doc["packets"]["delivered"] == doc["packets"]["expected"] == nodes * eps * 20
+
+
+@pytest.mark.slow
+def test_waveforms_of_the_nodes_asked_for(tmp_path):
+    doc = _run(RING, packets=3, trace=tmp_path, trace_nodes=("n1",))
+    assert doc["ok"]
+    assert [p.name for p in tmp_path.iterdir()] == ["n1.vcd"]
+    text = (tmp_path / "n1.vcd").read_text()
+    assert "$timescale 1ps $end" in text and " app_s_axis_tvalid $end" in text
+    # the network clock's edges, every 10 ns at 50 MHz, in picoseconds
+    assert "\n#10000\n" in text and "\n#20000\n" in text

@@ -53,6 +53,9 @@ class SimOptions(Traffic):
     seed: int = 1
     threads: int = 1
     stall: int = 20_000
+    #: A folder for waveforms (``<node>.vcd``) of the nodes ``trace_nodes`` (all if empty).
+    trace: Path | None = None
+    trace_nodes: tuple[str, ...] = ()
 
 
 def simulate(routed: Routed, plans: Sequence[NodePlan], options: SimOptions, *, jobs: int = 1,
@@ -89,12 +92,16 @@ def simulate(routed: Routed, plans: Sequence[NodePlan], options: SimOptions, *, 
     traffic = Traffic(**{f.name: getattr(options, f.name) for f in fields(Traffic)})
     traffic = replace(traffic, pattern="permutation" if order else pattern, messages=messages,
                       cycles=options.cycles or (BRINGUP_CYCLES if bringup else 0))
-    sim = build_simulator(setup.roles, bringup=bringup, jobs=jobs, progress=step, cache=cache)
+    sim = build_simulator(setup.roles, bringup=bringup, trace=options.trace is not None,
+                          jobs=jobs, progress=step, cache=cache)
+    traces = () if options.trace is None else tuple(
+        (i, (options.trace / f"{p.node}.vcd").resolve()) for i, p in enumerate(plans)
+        if not options.trace_nodes or p.node in options.trace_nodes)
     step("simulating")
     result = run_simulation(setup, sim, traffic, progress=progress, seed=options.seed,
                             threads=options.threads, ber=options.ber,
                             failures=options.failures, permutation=order,
-                            stall=options.stall)
+                            stall=options.stall, traces=traces)
     shown = replace(traffic, pattern="messages" if messages else options.pattern)
     prediction = predictions(routed, setup, shown, order)
     doc = sim_summary(setup, shown, result, prediction, {

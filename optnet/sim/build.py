@@ -209,15 +209,17 @@ def _run(argv: Sequence[str], cwd: Path, what: str, env: dict[str, str] | None =
         raise SimBuildError(f"{what} failed (exit {proc.returncode}):\n{tail}")
 
 
-def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: int = 1,
+def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, trace: bool = False,
+                    jobs: int = 1,
                     progress: Callable[[str], None] = lambda step: None,
                     cache: Path | None = None) -> Simulator:
     """The simulator of a cluster whose hardware roles are ``roles`` (one node each, in role
     order), built or taken from the cache. With ``bringup``, each node is its network module
     with its bring-up kit driving the endpoints (:class:`~optnet.hw.bringup.SimBringUp`),
-    whose registers the harness reads at the end. ``cache``: the folder of built simulators
-    (default ``<cache root>/sim``); ``jobs``: parallel compile jobs; ``progress(step)`` names
-    each step as it starts.
+    whose registers the harness reads at the end. With ``trace``, the models can write
+    waveforms (Verilator's ``--trace``: VCD; slower, so a program of its own). ``cache``: the
+    folder of built simulators (default ``<cache root>/sim``); ``jobs``: parallel compile
+    jobs; ``progress(step)`` names each step as it starts.
 
     Raises
     ------
@@ -232,9 +234,11 @@ def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: i
     progress("lowering")
     sources = [node_verilog(rep, phys="sim", bringup=bringup) for rep in roles]
     digest = hashlib.sha256()
-    for part in [verilator.version, OPT_FAST, " ".join(VERILATOR_FLAGS),
+    flags = (*VERILATOR_FLAGS, *(("--trace",) if trace else ()))
+    for part in [verilator.version, OPT_FAST, " ".join(flags),
                  os.environ.get("CXX", ""),
-                 render_template("sim/sim.cpp.j2", roles=[], counters=list(LINK_COUNTERS)),
+                 render_template("sim/sim.cpp.j2", roles=[], counters=list(LINK_COUNTERS),
+                                 trace=trace),
                  *sources, *(_vlt(rep) for rep in roles)]:
         digest.update(part.encode("utf-8"))
         digest.update(b"\0")
@@ -251,7 +255,7 @@ def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: i
         contexts = []
 
         def verilate(k: int, rep: NodePlan, *extra: str) -> None:
-            _run([verilator.program, *VERILATOR_FLAGS, "--prefix", f"Vrole{k}", "--top-module",
+            _run([verilator.program, *flags, "--prefix", f"Vrole{k}", "--top-module",
                   rep.node, "--Mdir", f"obj{k}", *extra, f"role{k}.vlt", f"role{k}.v"], work,
                  f"Verilator (role of node {rep.node})", verilator.env)
 
@@ -264,7 +268,8 @@ def build_simulator(roles: Sequence[NodePlan], *, bringup: bool = False, jobs: i
             header = (work / f"obj{k}" / f"Vrole{k}___024root.h").read_text(encoding="utf-8")
             contexts.append(_role_context(k, rep, header, bringup))
         (work / "sim.cpp").write_text(render_template(
-            "sim/sim.cpp.j2", roles=contexts, counters=list(LINK_COUNTERS)), encoding="utf-8")
+            "sim/sim.cpp.j2", roles=contexts, counters=list(LINK_COUNTERS), trace=trace),
+            encoding="utf-8")
         progress("compiling the models and the harness")
         # (a library's file name differs between Verilator versions: Vrole1__ALL.a, libVrole1.a)
         libraries = [str(lib.resolve()) for k in range(1, len(roles))

@@ -61,8 +61,10 @@ def _words(value: int) -> list[str]:
 def settings_text(setup: SimSetup, sim: Simulator, traffic: Traffic, result: Path, *,
                   seed: int = 1, threads: int = 1, ber: float = 0.0,
                   failures: Sequence[Failure] = (), permutation: Sequence[int] = (),
-                  stall: int = 20_000) -> str:
-    """The settings file of one run of ``sim`` on ``setup``; results to ``result``."""
+                  stall: int = 20_000, traces: Sequence[tuple[int, Path]] = ()) -> str:
+    """The settings file of one run of ``sim`` on ``setup``; results to ``result``; with
+    ``traces``, (node index, VCD file) of the nodes whose waveforms are written (``sim``
+    built with ``trace``)."""
     lines = [f"seed {seed}", f"threads {threads}", f"cycles {traffic.cycles}",
              f"packets {traffic.packets}", f"stall {stall}", f"pattern {traffic.pattern}",
              f"load {traffic.load!r}", f"ready {traffic.ready!r}", f"beats {traffic.beats}",
@@ -95,6 +97,7 @@ def settings_text(setup: SimSetup, sim: Simulator, traffic: Traffic, result: Pat
     if bringup:
         lines += [f"registers {i} " + " ".join(str(r.addr) for r in register_map(plan))
                   for i, plan in enumerate(setup.plans)]
+    lines += [f"trace {node} {path}" for node, path in traces]
     for node, ep, cycle, dst, beats in traffic.messages:
         lines.append(f"message {node} {ep} {cycle} {dst} {beats}")
     return "\n".join(lines) + "\n"
