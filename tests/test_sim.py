@@ -133,7 +133,7 @@ def _run(example: Path, **options) -> dict:
 
 def test_the_ring_delivers_every_packet_once_in_order_and_intact():
     doc = _run(RING, packets=60, load=0.05)
-    assert doc["verdict"] == "complete" and doc["ok"]
+    assert doc["verdict"] == "complete" and doc["ok"] and doc["missing"] == []
     assert doc["packets"]["delivered"] == doc["packets"]["expected"] == 4 * 60
     assert doc["errors"] == {"missing": 0, "out_of_order": 0, "unexpected": 0, "corrupt": 0}
     (unicast,) = doc["classes"]

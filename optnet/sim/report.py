@@ -177,6 +177,11 @@ def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
         # (at the time limit, what has not arrived is in flight, not missing)
         "errors": {**data["errors"], "missing": 0} if data["verdict"] == "time_limit"
         else data["errors"],
+        # the first packets that never arrived (none listed at a time limit: in flight)
+        "missing": [] if data["verdict"] == "time_limit" else [
+            {"to": plans[d].node, "endpoint": names[e], "from": plans[s].node,
+             "kind": "broadcast" if k else "unicast", "sequence": seq, "sent_ns": t * ns}
+            for d, e, s, k, seq, t in data["missing"]],
         "beats": {"sent": sent_beats, "received": received_beats},
         "throughput": {"offered_load": traffic.load, "accepted_load": accepted,
                        "per_node_bps": per_node_bps},
@@ -257,6 +262,13 @@ def _sections(doc: dict) -> list[Section]:
     sections = [run, links] if doc["bringup"] else [run, latency, model, links]
     if doc["bringup"]:
         sections.insert(1, _bringup(doc["bringup"]))
+    if doc["missing"]:
+        sections.append(Section("Missing packets", 2, (
+            "The first packets that never arrived, by flow; sequence numbers count each "
+            "flow's packets from 0, sent at the given time after the traffic started.",), (
+            Table(("to", "endpoint", "from", "kind", "sequence", "sent"), tuple(
+                (x["to"], x["endpoint"], x["from"], x["kind"], str(x["sequence"]),
+                 _f(x["sent_ns"], " ns")) for x in doc["missing"])),)))
     if doc["dropped"]:
         sections.append(Section("Drops", 2, ("Packets the routers dropped as unroutable: " +
                                              ", ".join(f"{k} {v}" for k, v in
