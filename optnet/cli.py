@@ -403,6 +403,10 @@ def sim(file: str, output: str | None, traffic: str, load: float, packets: int |
                        f"{', '.join(map(repr, unknown))} in {file}.", err=True)
             sys.exit(EXIT_USAGE)
         if trace_dir is not None:
+            if "\n" in trace_dir or "\r" in trace_dir:
+                click.echo(f"optnet: --trace {trace_dir!r}: a folder name with a line break "
+                           "cannot be given to the simulator.", err=True)
+                sys.exit(EXIT_USAGE)
             try:
                 Path(trace_dir).mkdir(parents=True, exist_ok=True)
             except OSError as exc:

@@ -180,6 +180,12 @@ def test_cli_writes_the_reports_and_exits_by_the_verdict(tmp_path):
     assert "--fail names link 9, but ulx3s_ring4 has links 0 to 3." in bad.output
     bad = CliRunner().invoke(cli, ["sim", str(RING), "--fail", "x"])
     assert bad.exit_code == 2 and "is not LINK:START:END" in bad.output
+    bad = CliRunner().invoke(cli, ["sim", str(RING), "--trace-nodes", "n0,n9"])
+    assert bad.exit_code == 2
+    assert "--trace-nodes names no node called 'n9' in " in bad.output
+    bad = CliRunner().invoke(cli, ["sim", str(RING), "--trace", str(tmp_path / "a\nb")])
+    assert bad.exit_code == 2
+    assert "a folder name with a line break cannot be given to the simulator." in bad.output
 
 
 @pytest.mark.slow

@@ -64,7 +64,17 @@ def settings_text(setup: SimSetup, sim: Simulator, traffic: Traffic, result: Pat
                   stall: int = 20_000, traces: Sequence[tuple[int, Path]] = ()) -> str:
     """The settings file of one run of ``sim`` on ``setup``; results to ``result``; with
     ``traces``, (node index, VCD file) of the nodes whose waveforms are written (``sim``
-    built with ``trace``)."""
+    built with ``trace``).
+
+    Raises
+    ------
+    SimError
+        If a path holds a line break (the settings are one per line; paths end their line).
+    """
+    for path in [result, *(p for _, p in traces)]:
+        if "\n" in str(path) or "\r" in str(path):
+            raise SimError(f"optnet sim cannot write to {str(path)!r}: the path holds a line "
+                           "break.")
     lines = [f"seed {seed}", f"threads {threads}", f"cycles {traffic.cycles}",
              f"packets {traffic.packets}", f"stall {stall}", f"pattern {traffic.pattern}",
              f"load {traffic.load!r}", f"ready {traffic.ready!r}", f"beats {traffic.beats}",
