@@ -81,7 +81,17 @@ def test_setup_of_the_ulx3s_ring():
     assert len(setup.lines) == 2 * len(routed.cluster.links)
     first = setup.lines[0]
     assert (first.tx, first.rx, first.link, first.clock, first.bits) == ((0, 0), (1, 0), 0, 1, 16)
-    assert all(line.latency >= 1 for line in setup.lines)
+    # 20 ns of PHY pair and 0.3 m of cable are a third of a 16 MHz cycle: the floor, 1
+    assert {line.latency for line in setup.lines} == {1}
+
+
+def test_link_latency_in_phy_cycles():
+    routed, plans = _setup(ROOT / "examples" / "optweb_4.yaml")
+    setup = sim_setup(routed, plans)
+    # SerialLite III at 25 Gb/s: 128-bit words at 373.13 MHz; 150 ns of PHY pair and 3 m of
+    # cable at 5 ns/m are 61.6 cycles, 62, less the cycle of the node's receive register
+    assert [float(hz) for hz in setup.clocks_hz] == [200e6, pytest.approx(373.134e6, rel=1e-5)]
+    assert {(line.latency, line.bits) for line in setup.lines} == {(61, 128)}
 
 
 def test_messages_from_csv(tmp_path):
