@@ -324,9 +324,7 @@ class BoardTop(wiring.Component):
             divisor = None if uart is None else round(float(self.clock_plan.network_hz)
                                                       / uart.baud)
             m.submodules.bringup = kit = BringUp(plan, divisor)
-            m.d.comb += [kit.node_id.eq(sigs["node_id"]), kit.link_up.eq(sigs["link_up"]),
-                         kit.dropped.eq(sigs["dropped"]),
-                         *(getattr(kit, name).eq(sigs[name]) for name in kit.counters)]
+            m.d.comb += kit.watch(sigs.__getitem__)
             if divisor is not None:
                 m.d.comb += [self.uart_tx.eq(kit.uart_tx), kit.uart_rx.eq(self.uart_rx)]
         status = []

@@ -313,6 +313,13 @@ class BringUp(wiring.Component):
         members.update(trouble=Out(1), activity=Out(1))
         super().__init__(members)
 
+    def watch(self, net) -> list:
+        """The statements that give the kit what it watches of the network module: its
+        ``node_id``, ``link_up``, ``dropped`` and link counters, ``net(name)`` being the
+        module's signal ``name``."""
+        return [getattr(self, name).eq(net(name))
+                for name in ("node_id", "link_up", "dropped", *self.counters)]
+
     def elaborate(self, platform):
         m = Module()
         plan = self.plan
@@ -384,9 +391,7 @@ class SimBringUp(wiring.Component):
         for name in self.plan.endpoint_names:
             wiring.connect(m, getattr(kit, f"{name}_tx"), getattr(net, f"{name}_s_axis"))
             wiring.connect(m, getattr(net, f"{name}_m_axis"), getattr(kit, f"{name}_rx"))
-        m.d.comb += [kit.node_id.eq(net.node_id), kit.link_up.eq(net.link_up),
-                     kit.dropped.eq(net.dropped),
-                     *(getattr(kit, name).eq(getattr(net, name)) for name in kit.counters),
+        m.d.comb += [*kit.watch(lambda name: getattr(net, name)),
                      self.trouble.eq(kit.trouble), self.activity.eq(kit.activity)]
         wiring.connect(m, wiring.flipped(self.bus), kit.bus)
         for name, member in self.signature.members.items():
