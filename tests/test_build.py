@@ -49,7 +49,8 @@ def ring_build(tmp_path_factory) -> Path:
 def test_tree_has_every_file_and_the_manifest_hashes_them(ring_build):
     tree = _tree(ring_build)
     expected = {"manifest.json", "report.json", "report.md", "report.html", "cabling.csv",
-                "cabling.md", "topology.svg", "host/optnet_host.py", "host/optnet_host.h"}
+                "cabling.md", "topology.svg", "host/optnet_host.py", "host/optnet_host.h",
+                "host/optnet_openocd.tcl"}
     for n in ("n0", "n1", "n2", "n3"):
         expected |= {f"nodes/{n}/{f.format(n=n)}" for f in NODE_FILES}
     assert set(tree) == expected

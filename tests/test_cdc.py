@@ -219,7 +219,7 @@ def _clock_groups(plan, board) -> dict[str, str]:
         for r in g.clocks:
             if r.kind == "port":
                 out[f"port:{ports[r.name]}"] = g.name
-            elif r.kind == "pll" or r.path.count("/") == 3:
+            elif r.kind in ("pll", "pin") or r.path.count("/") == 3:
                 out[r.path.replace("/", ".")] = g.name
             else:
                 out[r.path.replace("/", ".") + ".*"] = g.name
@@ -328,14 +328,16 @@ def _run_xdc(node: Path, xdc: str, net: Netlist, found: list[Crossing], tmp: Pat
 
 def _check_xdc(plan, board, node: Path, net: Netlist, found: list[Crossing], tmp: Path):
     calls = _run_xdc(node, f"constraints/{plan.node}.xdc", net, found, tmp)
-    created = {c[1]: c[2].removeprefix("port:") for c in calls if c[0] == "create_clock"}
+    created = {c[1]: c[2] for c in calls if c[0] == "create_clock"}
 
     def netlist_clock(token: str) -> str:
-        # clock:pin:pll/CLKOUT0 -> pll.CLKOUT0; clock:clk_ref -> port:clk_ref_p
+        # clock:pin:pll/CLKOUT0 -> pll.CLKOUT0; clock:clk_ref -> port:clk_ref_p; a clock
+        # created on a primitive's pin (clock:jtag_tck -> pin:bringup/jtag_tap/TCK) -> its pin
         token = token.removeprefix("clock:")
+        token = created.get(token, token)
         if token.startswith("pin:"):
             return token.removeprefix("pin:").replace("/", ".")
-        return f"port:{created[token]}"
+        return token
 
     delays = {(netlist_clock(c[1]), netlist_clock(c[2])): float(c[3])
               for c in calls if c[0] == "set_max_delay"}

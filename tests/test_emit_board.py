@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -26,7 +27,13 @@ from optnet.plan.clocks import (
     solve_pll,
     speed_grade,
 )
-from optnet.plan.pins import board_pins, clock_constraints, constraint_format, top_ports
+from optnet.plan.pins import (
+    INTEL_TCK_PORT,
+    board_pins,
+    clock_constraints,
+    constraint_format,
+    top_ports,
+)
 from optnet.units import Dimension, parse_quantity
 
 from .conftest import ROOT, UPDATE_GOLDEN, linted_example, role_files
@@ -133,9 +140,9 @@ def test_constraints_place_every_top_port_with_board_pins(example):
             for site in re.findall(r"\b(GT\w+_CHANNEL_X\d+Y\d+|GTP_DUAL_\w+|DCU\d_CH\d)\b",
                                    text):
                 assert site in allowed, f"{example}: site {site} is not in the board file"
-            # Clocks are created on ports the top has.
+            # Clocks are created on ports the top has (or Quartus adds: the device's TCK).
             for port in re.findall(r"get_ports \{?(\w+)\}?\]", text):
-                assert port in ports
+                assert port in ports or port == INTEL_TCK_PORT
             for port in re.findall(r'^(?:FREQUENCY PORT|NET) "(\w+)"', text, re.M):
                 if not port.endswith("_clk") and port != "clk":
                     assert port in ports, f"{port} is not a port of the top"
@@ -183,13 +190,39 @@ def test_clock_groups_separate_every_crossing():
     plan, board = _roles("bluedbm_20")[0]
     clocks, groups = clock_constraints(plan, board)
     # One reference clock per quad master (fmc1 lanes 0-3, fmc2 lanes 0-3, as BlueDBM).
-    assert [c.name for c in clocks] == ["clk_ref", "fmc1_hpc_refclk", "fmc2_hpc_refclk"]
+    assert [c.name for c in clocks] == ["clk_ref", "fmc1_hpc_refclk", "fmc2_hpc_refclk",
+                                        "jtag_tck"]
     assert clocks[1].period_ns == pytest.approx(1.6)
+    # The bring-up kit's JTAG bridge: the BSCANE2's TCK, timed at 33.3 MHz.
+    assert (clocks[3].pin, clocks[3].period_ns) == ("bringup/jtag_tap/TCK", pytest.approx(30))
     names = [g.name for g in groups]
     # Ports 2 and 4 are slaves: their user clock is their master's (ports 1 and 3).
     assert [p.xcvr.role for p in plan.ports] == ["master", "slave", "master", "slave"]
-    assert names == ["net", "clk_ref", "init", "port1_user", "port3_user"]
+    assert names == ["net", "clk_ref", "init", "port1_user", "port3_user", "jtag"]
     assert groups[3].clocks[0].path == "net/phy1/ip/user_clk_out"
+
+
+def test_the_jtag_bridge_is_timed_on_every_family_as_its_primitive_clocks_it():
+    # Virtex-5's BSCAN_VIRTEX5 gives the gated DRCK and the UPDATE strobe (one group), ISE
+    # finds them by net; Intel's TAP clock is the device's TCK port; none without the kit.
+    plan, board = _roles("bee3_four_x2")[0]
+    clocks, groups = clock_constraints(plan, board)
+    assert [(c.name, c.pin, c.net) for c in clocks if c.name.startswith("jtag")] == [
+        ("jtag_tck", "bringup/jtag_tap/DRCK", "bringup/jtag_tck"),
+        ("jtag_update", "bringup/jtag_tap/UPDATE", "bringup/jtag_update_clk")]
+    assert [r.name for r in groups[-1].clocks] == ["jtag_tck", "jtag_update"]
+    ucf = constraint_files(plan, board)[f"constraints/{plan.node}.ucf"]
+    assert 'NET "bringup/jtag_update_clk" TNM_NET = "jtag_update";' in ucf
+    assert 'TIMEGRP "jtag" = "jtag_tck" "jtag_update";' in ucf
+    assert 'TIMESPEC "TS_jtag_TO_net" = FROM "jtag" TO "net"' in ucf
+    plan, board = _roles("optweb_4")[0]
+    clocks, _ = clock_constraints(plan, board)
+    assert (clocks[-1].name, clocks[-1].port) == ("jtag_tck", "altera_reserved_tck")
+    sdc = constraint_files(plan, board)[f"constraints/{plan.node}.sdc"]
+    assert "create_clock -name jtag_tck -period 30.000 [get_ports altera_reserved_tck]" in sdc
+    plan, board = _roles("plasticnet_ring4")[0]
+    assert not any(c.name == "jtag_tck"
+                   for c in clock_constraints(replace(plan, bringup=False), board)[0])
 
 
 # ------------------------------------------------------------------------------------ PLLs

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FAMILIES", "Family", "block_table_families", "family", "family_names"]
+__all__ = ["FAMILIES", "JTAG_USER1_PARTS", "Family", "block_table_families", "family",
+           "family_names", "jtag_user1"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,16 @@ class Family:
         ``qsf`` (Quartus, with an ``sdc``) or ``lpf`` (nextpnr-ecp5).
     source : str
         Where the facts come from.
+    jtag : str or None
+        The primitive that gives user logic a data register of the FPGA's JTAG TAP (a key of
+        :data:`optnet.hw.jtag.TAP_KINDS`: ``bscane2``, ``bscan_virtex5``, ``jtagg``,
+        ``virtual_jtag``); ``None`` where optnet has none for the family.
+    jtag_user1 : tuple of (int, int) or None
+        The host's side of it: the TAP's instruction register length and the user
+        instruction that selects the register, for a device of one die (Xilinx USER1,
+        Lattice ER1); ``None`` where the host reaches it otherwise (Intel's SLD hub, through
+        ``quartus_stp``) or optnet does not know them. Devices of several dies:
+        :data:`JTAG_USER1_PARTS`.
     router_fmax_mhz : float or None
         The clock the benchmark router (``bench/router.py``: 5 ports, 64-bit flits, 2 VCs of
         8 flits) was measured to reach on the family after place and route; ``None`` where
@@ -83,6 +94,8 @@ class Family:
     wide_ram: bool
     constraints: str
     source: str
+    jtag: str | None = None
+    jtag_user1: tuple[int, int] | None = None
     router_fmax_mhz: float | None = None
 
     @property
@@ -99,6 +112,21 @@ class Family:
 _XILINX_RAM = ("block RAM of mixed port widths: Xilinx since Virtex-II, Vivado's asymmetric RAM "
                "template (UG901), Yosys merges the ports the same way")
 
+_XILINX7_JTAG = ("JTAG: BSCANE2 (UG953), IR of 6 bits and USER1 0x02 (UG470, boundary-scan "
+                 "instructions; OpenOCD tcl/fpga/xlnx/xc7.cfg)")
+_XILINXU_JTAG = ("JTAG: BSCANE2 (UG974), IR of 6 bits and USER1 0x02 on a device of one die "
+                 "(UG570; OpenOCD tcl/cpld/xilinx-xcu.cfg), of several: JTAG_USER1_PARTS")
+
+#: The TAP's instruction register length and USER1 instruction of Xilinx devices of several
+#: dies (SLRs), whose IR is 6 bits per die and whose user instructions differ from a
+#: single-die device's (OpenOCD 0.12+ tcl/cpld/xilinx-xcu.cfg: the XCVU9P's IR is 18 bits and
+#: its USER1 0x000A4). The XCU280 has three SLRs (UG1314, Alveo U280 data sheet DS963) and is
+#: taken as the XCVU9P; neither is checked on a card. Keys: the part's leading characters.
+JTAG_USER1_PARTS: dict[str, tuple[int, int]] = {
+    "xcvu9p": (18, 0x000A4),
+    "xcu280": (18, 0x000A4),
+}
+
 #: Every family optnet knows.
 FAMILIES: tuple[Family, ...] = (
     Family(
@@ -109,13 +137,16 @@ FAMILIES: tuple[Family, ...] = (
                 "PG074 (Aurora 64B/66B v12.0) port tables for 7-series GTX/GTH/GTP cores; PLL: "
                 "MMCME2_BASE, DS181/DS182/DS183/DS187/DS191 MMCM switching characteristics "
                 "and UG472; LVDS: ODDR/IDDR, OBUFDS/IBUFDS, BUFIO/BUFR (UG471, UG472, UG953); "
-                "Yosys synth_xilinx -family xc7; " + _XILINX_RAM + "; Vivado, XDC")),
+                "Yosys synth_xilinx -family xc7; " + _XILINX_RAM + "; Vivado, XDC"
+                + "; " + _XILINX7_JTAG),
+        jtag="bscane2", jtag_user1=(6, 0x02)),
     Family(
         names=("spartan7",),
         vendor="xilinx", ip_family=None, pll="MMCME2_BASE", lvds="xilinx7", yosys="xc7",
         quartus=None, block_tables=False, wide_ram=True, constraints="xdc",
         source=("7 series without transceivers (DS180 7 Series FPGAs Overview: Spartan-7 has "
-                "no GT), so no link IP; otherwise as the other 7-series families")),
+                "no GT), so no link IP; otherwise as the other 7-series families"),
+        jtag="bscane2", jtag_user1=(6, 0x02)),
     Family(
         names=("ultrascale_plus", "zynq_ultrascale_plus", "virtex_ultrascale_plus",
                "kintex_ultrascale_plus", "virtexuplus", "kintexuplus"),
@@ -125,7 +156,9 @@ FAMILIES: tuple[Family, ...] = (
                 "MMCME4_BASE, DS922/DS923/DS925 MMCM switching characteristics and UG572; "
                 "LVDS: the 7-series primitives (ODDR/IDDR, BUFIO/BUFR), as optnet always "
                 "used here, not checked on UltraScale+ hardware; Yosys synth_xilinx -family "
-                "xcup; " + _XILINX_RAM + "; Vivado, XDC")),
+                "xcup; " + _XILINX_RAM + "; Vivado, XDC"
+                + "; " + _XILINXU_JTAG),
+        jtag="bscane2", jtag_user1=(6, 0x02)),
     Family(
         names=("ultrascale", "virtexu", "kintexu"),
         vendor="xilinx", ip_family=None, pll=None, lvds=None, yosys="xcu", quartus=None,
@@ -151,7 +184,11 @@ FAMILIES: tuple[Family, ...] = (
                 "Generator); PLL: PLL_BASE, DS202 PLL switching characteristics and UG190; "
                 "LVDS: ODDR/IDDR, OBUFDS/IBUFDS, BUFIO/BUFR (UG190); Yosys synth_xilinx "
                 "-family xc5v (experimental); " + _XILINX_RAM + "; ISE (Vivado does not "
-                "support Virtex-5), UCF")),
+                "support Virtex-5), UCF"
+                + "; JTAG: BSCAN_VIRTEX5 (Virtex-5 Libraries Guide), IR of 10 bits and USER1 "
+                "0x3C2 (UG191, boundary-scan instructions; OpenOCD "
+                "tcl/cpld/xilinx-xc5v.cfg)"),
+        jtag="bscan_virtex5", jtag_user1=(10, 0x3C2)),
     Family(
         names=("ecp5",),
         vendor="lattice", ip_family=None, pll="EHXPLLL", lvds="ecp5", yosys="ecp5",
@@ -160,7 +197,10 @@ FAMILIES: tuple[Family, ...] = (
                 "IDDRX1F and OLVDS/ILVDS (Lattice FPGA Libraries Reference Guide); Yosys "
                 "synth_ecp5; block tables: ecpbram replaces the contents of 512-word block "
                 "RAMs in a placed and routed bitstream (optnet.emit.bitstream); Yosys' ECP5 "
-                "mapping has no mixed-width block RAM ports; nextpnr-ecp5 reads LPF"),
+                "mapping has no mixed-width block RAM ports; nextpnr-ecp5 reads LPF"
+                "; JTAG: JTAGG, instruction ER1 = 0x32 of an 8-bit IR (FPGA Libraries "
+                "Reference Guide; OpenOCD tcl/fpga/lattice_ecp5.cfg)"),
+        jtag="jtagg", jtag_user1=(8, 0x32),
         # bench/router.py's 5-port router (2026-11-28, two-cycle allocator, VC choice from
         # registered hints; 5 ports, 64-bit flits, 2 VCs of 8 flits, LUT tables; LFE5U-85F
         # speed 6, nextpnr-ecp5 0.11.1, Yosys 0.70): seeds 1 and 3 at 101.5 and 102.2 MHz,
@@ -177,7 +217,10 @@ FAMILIES: tuple[Family, ...] = (
                 "Generation) for Stratix 10 L/H-tile; PLL: IOPLL, Intel 683181 and 683195; "
                 "no LVDS primitives in optnet; Yosys has no Stratix 10 script "
                 "(synth_intel_alm targets Cyclone V only); Quartus Prime Pro family "
-                "\"Stratix 10\", QSF and SDC")),
+                "\"Stratix 10\", QSF and SDC"
+                "; JTAG: the Virtual JTAG IP (sld_virtual_jtag, Intel 683705), reached "
+                "through the SLD hub by quartus_stp's device_virtual_ir_shift/_dr_shift"),
+        jtag="virtual_jtag"),
     Family(
         names=("cyclonev",),
         vendor="intel", ip_family=None, pll=None, lvds=None, yosys="cyclonev",
@@ -204,6 +247,16 @@ def family(name: str) -> Family:
         raise ValueError(
             f"'{name}' is not an FPGA family optnet knows; it knows "
             f"{', '.join(family_names())}.") from None
+
+
+def jtag_user1(family_name: str, part: str) -> tuple[int, int] | None:
+    """The instruction register length and user instruction (:attr:`Family.jtag_user1`) of
+    the device ``part`` of family ``family_name``: from :data:`JTAG_USER1_PARTS` for a device
+    of several dies, else the family's."""
+    for prefix, ir in JTAG_USER1_PARTS.items():
+        if part.lower().startswith(prefix):
+            return ir
+    return family(family_name).jtag_user1
 
 
 def family_names() -> tuple[str, ...]:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from optnet import __version__
-from optnet.devices.families import family
+from optnet.devices.families import family, jtag_user1
 from optnet.emit.bitstream import PlacedRole
 from optnet.emit.constraints import constraint_files
 from optnet.emit.drawing import topology_svg
@@ -29,6 +29,7 @@ from optnet.emit.projects import IP_SCRIPT, project_files
 from optnet.emit.roles import RoleTemplate, retarget_top
 from optnet.emit.tables import render_c_header, render_hex
 from optnet.emit.writer import manifest_text, sha256
+from optnet.hw.jtag import ADDR_BITS, DATA_BITS, DR_BITS, JTAG_PRIMITIVES, VIRTUAL_JTAG_INDEX
 from optnet.plan import NodePlan
 from optnet.plan.ip import ecp5_device, ise_part
 from optnet.plan.pins import led_map
@@ -93,7 +94,21 @@ def node_readme(plan: NodePlan, board: BoardDesc, files: Sequence[str], cluster:
         endpoints=list(zip(plan.endpoint_names, plan.endpoints, strict=True)),
         leds=list(zip(led_map(plan, board), board.leds.pins if board.leds else (),
                       strict=True)),
-        registers=register_map(plan), rate=_rate, clock=_clock)
+        registers=register_map(plan), rate=_rate, clock=_clock, **_jtag_facts(board))
+
+
+def _jtag_facts(board: BoardDesc) -> dict[str, object]:
+    """What a node README says of the board's JTAG register access (:mod:`optnet.hw.jtag`)."""
+    tap = family(board.family).jtag
+    ir = jtag_user1(board.family, board.part)
+    return {"jtag": tap, "jtag_instance": VIRTUAL_JTAG_INDEX,
+            "jtag_primitive": JTAG_PRIMITIVES.get(tap, ""),
+            "jtag_irlen": ir[0] if ir else 0, "jtag_user": _user_code(ir) if ir else ""}
+
+
+def _user_code(ir: tuple[int, int]) -> str:
+    # the instruction in hex, as many digits as the IR needs
+    return f"0x{ir[1]:0{(ir[0] + 3) // 4}x}"
 
 
 def fusesoc_core(plan: NodePlan, board: BoardDesc, files: Sequence[str], cluster: str) -> str:
@@ -259,10 +274,27 @@ def cluster_files(routed: Routed, plans: Sequence[NodePlan],
         clock=_clock, placed=placed))
 
 
+@dataclass(frozen=True)
+class _JtagNode:
+    """A node as the JTAG host scripts know it: its FPGA's TAP (``irlen`` bits, the bridge
+    behind instruction ``user``), or on Intel the part's ``device`` name prefix."""
+
+    name: str
+    board: str
+    part: str
+    links: int
+    irlen: int = 0
+    user: str = ""
+    device: str = ""
+
+
 def host_files(routed: Routed, plans: Sequence[NodePlan]) -> dict[str, str]:
     """``host/optnet_host.py`` and ``host/optnet_host.h``: the cluster's node ids, endpoint
     numbers and bring-up register addresses (:func:`~optnet.plan.registers.register_map`,
-    every node's), and in Python the register reads and writes over a node's UART."""
+    every node's), and in Python the register reads and writes over a node's UART; and the
+    JTAG host scripts of the nodes whose bring-up kit has a JTAG bridge
+    (:mod:`optnet.hw.jtag`): ``host/optnet_openocd.tcl`` for the Xilinx and Lattice ones,
+    ``host/optnet_quartus.tcl`` for the Intel ones."""
     cluster = routed.cluster
     registers = {r.addr: r for p in plans for r in register_map(p)}
     bauds = {n.board.uart.baud for n in cluster.nodes if n.board.uart is not None}
@@ -273,8 +305,38 @@ def host_files(routed: Routed, plans: Sequence[NodePlan]) -> dict[str, str]:
         registers=[registers[a] for a in sorted(registers)],
         baud=min(bauds) if bauds else 115200,
         guard=f"OPTNET_HOST_{cluster.name.upper()}_H")
-    return {"host/optnet_host.py": render_template("host/optnet_host.py.j2", **context),
-            "host/optnet_host.h": render_template("host/optnet_host.h.j2", **context)}
+    files = {"host/optnet_host.py": render_template("host/optnet_host.py.j2", **context),
+             "host/optnet_host.h": render_template("host/optnet_host.h.j2", **context)}
+
+    openocd, quartus = [], []
+    boards = {n.name: n.board for n in cluster.nodes}
+    for p in plans:
+        board = boards[p.node]
+        tap = family(board.family).jtag if p.bringup else None
+        node = _JtagNode(p.node, board.name, board.part, len(p.ports))
+        ir = jtag_user1(board.family, board.part)
+        if tap == "virtual_jtag":
+            # Quartus names a device by its die: the part number's first seven characters
+            # (1SM21BHU2F53E1VG: 1SM21BH).
+            quartus.append(replace(node, device=board.part[:7].upper()))
+        elif tap is not None and ir is not None:
+            openocd.append(replace(node, irlen=ir[0], user=_user_code(ir)))
+    jtag = dict(cluster=cluster.name, magic=MAGIC, data_bits=DATA_BITS, addr_bits=ADDR_BITS,
+                dr_bits=DR_BITS, instance=VIRTUAL_JTAG_INDEX,
+                registers=[(r.name, r.addr, _link_of(r.name)) for r in context["registers"]])
+    if openocd:
+        files["host/optnet_openocd.tcl"] = render_template(
+            "host/optnet_openocd.tcl.j2", nodes=openocd, **jtag)
+    if quartus:
+        files["host/optnet_quartus.tcl"] = render_template(
+            "host/optnet_quartus.tcl.j2", nodes=quartus, **jtag)
+    return files
+
+
+def _link_of(register: str) -> int:
+    # link<k>.<name>: k; any other register: -1
+    head = register.split(".", 1)[0]
+    return int(head[4:]) if head.startswith("link") and head[4:].isdigit() else -1
 
 
 def manifest(routed: Routed, files: Mapping[str, bytes], inputs: Mapping[str, str],

@@ -33,7 +33,7 @@ from optnet.devices.linkip import IP_SETTINGS
 from optnet.hw.cdc import GRAY_POINTERS
 from optnet.plan import NodePlan
 from optnet.plan.clocks import ClockPlan, clock_plan
-from optnet.plan.pins import NET_INSTANCE, ClockGroup, ClockRef, clock_constraints
+from optnet.plan.pins import KIT_INSTANCE, NET_INSTANCE, ClockGroup, ClockRef, clock_constraints
 from optnet.spec.models import BoardDesc
 
 __all__ = ["SYNCHRONIZER_KINDS", "ClockCrossing", "FifoStorage", "Synchronizer",
@@ -148,7 +148,7 @@ def clock_crossings(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = Non
     ip_hz = {f"{NET_INSTANCE}/phy{p.port}/ip/user_clk_out": Fraction(p.line_rate)
              / _AURORA_USER_DIVISOR[p.phy]
              for p in plan.ports if p.phy in _AURORA_USER_DIVISOR}
-    syncs, stores = _crossings(plan, board, cp)
+    syncs, stores = _crossings(plan, board, cp, groups)
 
     pairs: dict[tuple[str, str], tuple[list[Synchronizer], list[FifoStorage]]] = {}
     for item in [*syncs, *stores]:
@@ -175,7 +175,7 @@ def _period_ns(group: ClockGroup, cp: ClockPlan, port_hz: dict, ip_hz: dict) -> 
 
 
 def _clock_hz(ref: ClockRef, cp: ClockPlan, port_hz: dict, ip_hz: dict) -> Fraction | None:
-    if ref.kind == "port":
+    if ref.kind in ("port", "pin"):
         return port_hz[ref.name]
     if ref.kind == "pll":
         instance, pin = ref.path.split("/")
@@ -198,7 +198,7 @@ def _fifo(path: tuple[str, ...], write: str, read: str
     return syncs, [FifoStorage((*path, "storage"), write, read)]
 
 
-def _crossings(plan: NodePlan, board: BoardDesc, cp: ClockPlan
+def _crossings(plan: NodePlan, board: BoardDesc, cp: ClockPlan, groups: tuple[ClockGroup, ...]
                ) -> tuple[list[Synchronizer], list[FifoStorage]]:
     """Every synchroniser and FIFO storage between two clock groups (or within one: the
     caller drops those), with the clock group names :func:`clock_constraints` gives."""
@@ -263,4 +263,11 @@ def _crossings(plan: NodePlan, board: BoardDesc, cp: ClockPlan
             s, m = _fifo((*phy, "rx_fifo"), ip, user)
             syncs += s
             stores += m
+    if any(g.name == "jtag" for g in groups):
+        # The bring-up kit's JTAG bridge (optnet.hw.jtag): a command and its toggle into the
+        # network clock, the result and its acknowledgement back.
+        bridge = (KIT_INSTANCE, "jtag")
+        syncs += [Synchronizer((*bridge, name), "level", src, dst) for name, src, dst in (
+            ("command_sync", "jtag", "net"), ("request_sync", "jtag", "net"),
+            ("result_sync", "net", "jtag"), ("ack_sync", "net", "jtag"))]
     return syncs, stores

@@ -61,6 +61,18 @@ PRIMITIVES: dict[str, tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]] =
          **{f"CLKOUT{i}_DIVIDE": "1" for i in range(6)},
          "CLK_FEEDBACK": '"CLKFBOUT"', "COMPENSATION": '"SYSTEM_SYNCHRONOUS"',
          "DIVCLK_DIVIDE": "1", "REF_JITTER": "0.1"}),
+    # JTAG user registers (optnet.hw.jtag): UG953/UG974 BSCANE2, the Virtex-5 Libraries
+    # Guide's BSCAN_VIRTEX5, Lattice's JTAGG, Intel 683705's sld_virtual_jtag.
+    "BSCANE2": (("TDO",), ("CAPTURE", "DRCK", "RESET", "RUNTEST", "SEL", "SHIFT", "TCK", "TDI",
+                           "TMS", "UPDATE"), {"JTAG_CHAIN": "1"}),
+    "BSCAN_VIRTEX5": (("TDO",), ("CAPTURE", "DRCK", "RESET", "SEL", "SHIFT", "TDI", "UPDATE"),
+                      {"JTAG_CHAIN": "1"}),
+    "JTAGG": (("JTDO1", "JTDO2"), ("JTCK", "JTDI", "JSHIFT", "JUPDATE", "JRSTN", "JCE1", "JCE2",
+                                   "JRTI1", "JRTI2"), {}),
+    "sld_virtual_jtag": (("tdo", "ir_out"), ("tck", "tdi", "ir_in", "virtual_state_cdr",
+                                             "virtual_state_sdr", "virtual_state_udr"),
+                         {"sld_auto_instance_index": '"NO"', "sld_instance_index": "0",
+                          "sld_ir_width": "1"}),
     "EHXPLLL": (
         ("CLKI", "CLKFB", "PHASESEL1", "PHASESEL0", "PHASEDIR", "PHASESTEP", "PHASELOADREG",
          "STDBY", "PLLWAKESYNC", "RST", "ENCLKOP", "ENCLKOS", "ENCLKOS2", "ENCLKOS3"),

@@ -21,8 +21,8 @@ Endpoints
 ---------
 With :attr:`~optnet.plan.NodePlan.bringup` (the default) the bring-up kit drives the
 endpoints (:class:`~optnet.hw.bringup.BringUp`: traffic to every other node, checked on
-arrival, counters and, on a board with a UART, the registers a host reads); without, they
-are idle (:func:`attach_endpoint`).
+arrival, counters and the registers a host reads over the FPGA's JTAG port and, on a board
+with one, a UART); without, they are idle (:func:`attach_endpoint`).
 
 Status LEDs
 -----------
@@ -53,13 +53,14 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
+from optnet.devices.families import family
 from optnet.devices.plls import MHZ
 from optnet.hw.bringup import BringUp
 from optnet.hw.endpoint import axis_rx_layout, axis_tx_layout
 from optnet.hw.verilog import ports_of
 from optnet.plan import NodePlan
 from optnet.plan.clocks import IOPLL_MODULE, PllSetting, clock_plan, refclk_port_name
-from optnet.plan.pins import NET_INSTANCE, led_map, top_ports
+from optnet.plan.pins import KIT_INSTANCE, NET_INSTANCE, led_map, top_ports
 from optnet.spec.models import BoardDesc
 
 __all__ = ["POR_CYCLES", "BoardTop", "attach_endpoint", "network_ports"]
@@ -323,7 +324,7 @@ class BoardTop(wiring.Component):
             uart = board.uart
             divisor = None if uart is None else round(float(self.clock_plan.network_hz)
                                                       / uart.baud)
-            m.submodules.bringup = kit = BringUp(plan, divisor)
+            m.submodules[KIT_INSTANCE] = kit = BringUp(plan, divisor, family(board.family).jtag)
             m.d.comb += kit.watch(sigs.__getitem__)
             if divisor is not None:
                 m.d.comb += [self.uart_tx.eq(kit.uart_tx), kit.uart_rx.eq(self.uart_rx)]

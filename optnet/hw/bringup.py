@@ -33,6 +33,7 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from optnet.hw.endpoint import axis_rx_layout, axis_tx_layout
+from optnet.hw.jtag import JtagBridge, user_tap
 from optnet.hw.top import LINK_COUNTERS, NodeTop, Parts
 from optnet.hw.uart import RegisterBus, RegisterFile, UartBridge, member_name
 from optnet.plan import NodePlan
@@ -261,15 +262,20 @@ class TrafficCheck(wiring.Component):
 
 class BringUp(wiring.Component):
     """A node's bring-up kit: a :class:`TrafficGen` and a :class:`TrafficCheck` per
-    endpoint, the registers of :func:`~optnet.plan.registers.register_map` and, with a
-    ``divisor``, the UART that reads and writes them (:mod:`optnet.hw.uart`).
+    endpoint, the registers of :func:`~optnet.plan.registers.register_map` and the bridges
+    a host reads and writes them through: with a ``divisor`` a UART (:mod:`optnet.hw.uart`),
+    with a ``tap`` the FPGA's JTAG port (:mod:`optnet.hw.jtag`), or both (the UART's
+    accesses first, the JTAG bridge's in the cycles between).
 
     Parameters
     ----------
     plan : NodePlan
     divisor : int or None
-        Network clock cycles per UART bit; None: no UART (the registers still hold the
-        counters, and the generators run from configuration).
+        Network clock cycles per UART bit; None: no UART.
+    tap : str or None
+        The JTAG user-register primitive (a key of :data:`optnet.hw.jtag.TAP_KINDS`),
+        instantiated in the kit as ``jtag_tap``; None: no JTAG access. With neither bridge
+        the registers still hold the counters, and the generators run from configuration.
 
     Members
     -------
@@ -284,8 +290,8 @@ class BringUp(wiring.Component):
     uart_rx : In(1), uart_tx : Out(1)
         Only with a ``divisor``.
     bus : In(RegisterBus())
-        Only without a ``divisor``: the registers, for a host in the same design (``optnet
-        sim`` reads them here, as a host does over the UART).
+        Only without a ``divisor`` or a ``tap``: the registers, for a host in the same design
+        (``optnet sim`` reads them here, as a host does over the UART).
     trouble : Out(1)
         Set once the router dropped a packet or a checker counted a packet out of sequence
         or a bad beat (until reset): the board top shows it on an LED.
@@ -293,8 +299,8 @@ class BringUp(wiring.Component):
         Toggles with every packet a checker takes (the heartbeat LED flickers with it).
     """
 
-    def __init__(self, plan: NodePlan, divisor: int | None):
-        self.plan, self.divisor = plan, divisor
+    def __init__(self, plan: NodePlan, divisor: int | None, tap: str | None = None):
+        self.plan, self.divisor, self.tap = plan, divisor, tap
         self.registers = register_map(plan)
         members = {}
         for name, cfg in zip(plan.endpoint_names, plan.endpoints, strict=True):
@@ -308,7 +314,7 @@ class BringUp(wiring.Component):
         members.update((name, In(16)) for name in self.counters)
         if divisor is not None:
             members.update(uart_rx=In(1, init=1), uart_tx=Out(1, init=1))
-        else:
+        elif tap is None:
             members["bus"] = In(RegisterBus())
         members.update(trouble=Out(1), activity=Out(1))
         super().__init__(members)
@@ -324,12 +330,30 @@ class BringUp(wiring.Component):
         m = Module()
         plan = self.plan
         m.submodules.registers = regs = RegisterFile(self.registers)
+        masters = []
         if self.divisor is not None:
             m.submodules.uart = uart = UartBridge(self.divisor)
-            wiring.connect(m, uart.bus, regs.bus)
             m.d.comb += [uart.rx.eq(self.uart_rx), self.uart_tx.eq(uart.tx)]
-        else:
+            masters.append(uart.bus)
+        if self.tap is not None:
+            tap = user_tap(m, self.tap)
+            m.submodules.jtag = jtag = JtagBridge(tap.update_domain)
+            m.d.comb += [jtag.capture.eq(tap.capture), jtag.shift.eq(tap.shift),
+                         jtag.update.eq(tap.update), jtag.tdi.eq(tap.tdi), tap.tdo.eq(jtag.tdo)]
+            if masters:
+                m.d.comb += jtag.busy.eq(masters[0].r_en | masters[0].w_en)
+            masters.append(jtag.bus)
+        if not masters:
             wiring.connect(m, wiring.flipped(self.bus), regs.bus)
+        elif len(masters) == 1:
+            wiring.connect(m, masters[0], regs.bus)
+        else:
+            # The UART's accesses win; the JTAG bridge waits for a cycle without one (busy).
+            first, second = masters
+            for field in ("addr", "w_data", "w_en", "r_en"):
+                m.d.comb += getattr(regs.bus, field).eq(
+                    Mux(jtag.busy, getattr(first, field), getattr(second, field)))
+            m.d.comb += [first.r_data.eq(regs.bus.r_data), second.r_data.eq(regs.bus.r_data)]
         links = len(plan.ports)
         m.d.comb += [regs.magic.eq(MAGIC), regs.version.eq(MAP_VERSION),
                      regs.node_id.eq(self.node_id), regs.endpoints.eq(len(plan.endpoints)),

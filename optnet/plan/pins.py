@@ -244,11 +244,15 @@ def board_pins(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
 
 @dataclass(frozen=True)
 class ClockConstraint:
-    """A clock to create on a board top input port."""
+    """A clock to create on a board top input port (``port``), or where ``pin`` is set, on
+    that output pin of a primitive (``instance/pin`` in the board top), whose net is ``net``
+    (``instance/name``, for constraint files that name nets)."""
 
     name: str
     port: str
     hz: Fraction
+    pin: str = ""
+    net: str = ""
 
     @property
     def period_ns(self) -> float:
@@ -268,7 +272,9 @@ class ClockRef:
     ``instance/pin``, ``net`` the board top's net of the buffered clock, named after its
     clock domain: ``clk`` for the network's ``sync``, ``<domain>_clk`` for the others) or
     ``ip`` (a clock made inside vendor IP: ``path`` is an output pin of the IP instance, or
-    the instance whose clocks a pattern matches).
+    the instance whose clocks a pattern matches) or ``pin`` (a clock that a primitive of the
+    board top gives, created by its :class:`ClockConstraint` ``name``: ``path`` is the
+    primitive's output pin as ``instance/pin``, ``net`` the board top's net of it).
     """
 
     kind: str
@@ -288,6 +294,29 @@ class ClockGroup:
 
 #: Instance name of the network module in the board top.
 NET_INSTANCE = "net"
+
+#: Instance name of the bring-up kit in the board top, and of the JTAG user-register
+#: primitive in the kit (:func:`optnet.hw.jtag.user_tap`).
+KIT_INSTANCE, JTAG_TAP_INSTANCE = "bringup", "jtag_tap"
+
+#: The clocks each JTAG user-register primitive (:attr:`Family.jtag
+#: <optnet.devices.families.Family.jtag>`) gives the kit: (output pin, the kit's net of it).
+#: Virtex-5's BSCAN_VIRTEX5 has no TCK output: the gated DRCK shifts, the UPDATE strobe
+#: latches (:mod:`optnet.hw.jtag`).
+JTAG_CLOCKS = {"bscane2": (("TCK", "jtag_tck"),),
+               "bscan_virtex5": (("DRCK", "jtag_tck"), ("UPDATE", "jtag_update_clk")),
+               "jtagg": (("JTCK", "jtag_tck"),),
+               "virtual_jtag": (("tck", "jtag_tck"),)}
+
+#: The Intel device's TCK port, which Quartus adds to every design with a virtual JTAG (an SLD
+#: node; Intel 683705): the port the constraints create the JTAG bridge's clock on.
+INTEL_TCK_PORT = "altera_reserved_tck"
+
+#: The TAP clock the constraints time the JTAG bridge at: 33.3 MHz, above the 30 MHz of the
+#: fastest usual cables (Digilent JTAG-HS2/HS3, FT2232H/FT4232H adapters; Xilinx Platform
+#: Cable USB II and Intel USB-Blaster II run at 24 MHz at most), below every family's TCK
+#: limit (66 MHz on 7 series, DS183).
+JTAG_TCK_HZ = Fraction(100_000_000, 3)
 
 
 def clock_constraints(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = None
@@ -347,6 +376,21 @@ def clock_constraints(plan: NodePlan, board: BoardDesc, cp: ClockPlan | None = N
         groups.append(ClockGroup(f"gt{i}", tuple(
             ClockRef("pll", f"gt{i}_{o.name}", f"{gt.instance}/{o.pin}", f"gt{i}_{o.name}_clk",
                      k) for k, o in enumerate(gt.outputs))))
+    tap = family(board.family).jtag if plan.bringup else None
+    if tap is not None:
+        # The JTAG bridge's clocks; on Intel the TAP clock is the device's own TCK port.
+        refs = []
+        for pin, net in JTAG_CLOCKS[tap]:
+            name = "jtag_update" if pin == "UPDATE" else "jtag_tck"
+            if tap == "virtual_jtag":
+                clocks.append(ClockConstraint(name, INTEL_TCK_PORT, JTAG_TCK_HZ))
+            else:
+                clocks.append(ClockConstraint(
+                    name, "", JTAG_TCK_HZ, pin=f"{KIT_INSTANCE}/{JTAG_TAP_INSTANCE}/{pin}",
+                    net=f"{KIT_INSTANCE}/{net}"))
+            refs.append(ClockRef("pin", name, f"{KIT_INSTANCE}/{JTAG_TAP_INSTANCE}/{pin}",
+                                 f"{KIT_INSTANCE}/{net}"))
+        groups.append(ClockGroup("jtag", tuple(refs)))
     return tuple(clocks), tuple(groups)
 
 

@@ -15,6 +15,7 @@
 # where its location would be. Add the pins to the board file (or here) before implementation.
 
 create_clock -name clk_ref -period 5.000 [get_ports clk_ref]
+create_clock -name jtag_tck -period 30.000 [get_ports altera_reserved_tck]
 
 # The IOPLL's output clocks (Quartus Pro's IOPLL names them <instance>|..._outclk<n>).
 derive_pll_clocks
@@ -134,3 +135,9 @@ set_max_skew -from [get_keepers {net|phy3|rx_fifo|consume_r_gry[*]}] -to [get_ke
 if {![string equal "quartus_syn" $::TimeQuestInfo(nameofexecutable)]} {
     set_net_delay -from [get_registers {net|phy3|rx_fifo|consume_r_gry[*]}] -to [get_registers {net|phy3|rx_fifo|consume_cdc|stage0[*]}] -max -get_value_from_clock_period dst_clock_period -value_multiplier 0.8
 }
+
+# jtag -> net: levels bringup/jtag/command_sync, bringup/jtag/request_sync.
+set_false_path -from [get_clocks jtag_tck] -to [get_clocks {pll|*outclk0}]
+
+# net -> jtag: levels bringup/jtag/result_sync, bringup/jtag/ack_sync.
+set_false_path -from [get_clocks {pll|*outclk0}] -to [get_clocks jtag_tck]

@@ -26,6 +26,7 @@ set_property -dict {PACKAGE_PIN AB5} [get_ports port2_rxn] ;# GTXE2_CHANNEL_X0Y9
 # -------------------------------------------------------------------------------- clocks
 create_clock -period 5.000 -name clk_ref [get_ports clk_ref_p]
 create_clock -period 8.000 -name sfp0_refclk [get_ports sfp0_refclk_p]
+create_clock -period 30.000 -name jtag_tck [get_pins bringup/jtag_tap/TCK]
 
 # ---------------------------------------------------------------- clock-domain crossings
 # Every signal between these clocks passes through a synchroniser (its flip-flops carry
@@ -64,3 +65,9 @@ set_bus_skew -from [get_cells -hier -filter {IS_SEQUENTIAL && NAME =~ net/link2/
 
 # clk_ref -> init: resets net/phy1/init_reset, net/phy2/init_reset.
 set_max_delay -datapath_only -from [get_clocks clk_ref] -to [get_clocks -of_objects [get_pins pll/CLKOUT1]] 5.000
+
+# jtag -> net: levels bringup/jtag/command_sync, bringup/jtag/request_sync.
+set_max_delay -datapath_only -from [get_clocks jtag_tck] -to [get_clocks -of_objects [get_pins pll/CLKOUT0]] 6.000
+
+# net -> jtag: levels bringup/jtag/result_sync, bringup/jtag/ack_sync.
+set_max_delay -datapath_only -from [get_clocks -of_objects [get_pins pll/CLKOUT0]] -to [get_clocks jtag_tck] 6.000

@@ -1,0 +1,171 @@
+"""The JTAG register bridge against a host model: the host's DR scans (command, then polls
+until done) read and write a register file, with the TAP clock faster and slower than the
+network clock, another bus master taking cycles, and the Virtex-5 form (DRCK ticking only
+in Capture-DR and Shift-DR, Update-DR on a clock of its own)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from amaranth.hdl import ClockDomain, Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from optnet.hw.jtag import ADDR_BITS, DATA_BITS, DR_BITS, JtagBridge
+from optnet.hw.uart import RegisterFile
+from optnet.plan.registers import Register
+
+REGISTERS = (Register("magic", 0x0000, False, ""), Register("count", 0x0003, False, ""),
+             Register("control", 0x1000, True, "", init=1), Register("gap", 0x1002, True, ""))
+FIXED = {"magic": 0x4F50544E, "count": 0xDEADBEEF}
+NET_NS = 10
+
+
+def command(addr: int, data: int = 0, *, write: bool = False, go: bool = True) -> int:
+    """The data register a host shifts in (optnet.hw.jtag's protocol table)."""
+    return data | addr << DATA_BITS | write << (DATA_BITS + ADDR_BITS) | go << (DR_BITS - 1)
+
+
+def result(captured: int) -> dict[str, int]:
+    """The fields of a captured data register."""
+    return {"data": captured & (1 << DATA_BITS) - 1,
+            "addr": captured >> DATA_BITS & (1 << ADDR_BITS) - 1,
+            "write": captured >> (DATA_BITS + ADDR_BITS) & 1, "done": captured >> (DR_BITS - 1)}
+
+
+class _Dut(wiring.Component):
+    def __init__(self, update_domain):
+        self.bridge = JtagBridge(update_domain)
+        self.registers = RegisterFile(REGISTERS)
+        self.update_domain = update_domain
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.jtag = self.jtag = ClockDomain("jtag", reset_less=True)
+        if self.update_domain != "jtag":
+            m.domains.jtag_update = self.upd = ClockDomain("jtag_update", reset_less=True)
+        m.submodules.bridge, m.submodules.registers = self.bridge, self.registers
+        wiring.connect(m, self.bridge.bus, self.registers.bus)
+        for name, value in FIXED.items():
+            m.d.comb += getattr(self.registers, name).eq(value)
+        return m
+
+
+def _run(ops, *, tck_ns: float, update_domain: str = "jtag", busy: float = 0.0, seed: int = 1):
+    """Run the host's operations ``ops`` (("r", addr) or ("w", addr, data)) through the
+    bridge, TCK period ``tck_ns``; another master holds the bus a fraction ``busy`` of the
+    network cycles. Returns what each read gave and the number of polls each took."""
+    dut = _Dut(update_domain)
+    sim = Simulator(dut)
+    sim.add_clock(NET_NS * 1e-9)
+    rng = random.Random(seed)
+    bridge, separate = dut.bridge, update_domain != "jtag"
+    answers, polls = [], []
+
+    async def other_master(ctx):
+        while True:
+            ctx.set(bridge.busy, rng.random() < busy)
+            await ctx.tick()
+
+    async def host(ctx):
+        jtag_clk = dut.jtag.clk
+        half = tck_ns * 1e-9 / 2
+
+        async def cycle(*, capture=0, shift=0, update=0, tdi=0, ticks=True):
+            # one TCK cycle; on Virtex-5, DRCK only where it ticks and UPDATE on its own
+            ctx.set(bridge.capture, capture)
+            ctx.set(bridge.shift, shift)
+            ctx.set(bridge.update, update if not separate else 1)
+            ctx.set(bridge.tdi, tdi)
+            await ctx.delay(half)
+            tdo = ctx.get(bridge.tdo)
+            if separate and update:
+                ctx.set(dut.upd.clk, 1)
+            elif ticks or not separate:
+                ctx.set(jtag_clk, 1)
+            await ctx.delay(half)
+            ctx.set(jtag_clk, 0)
+            if separate:
+                ctx.set(dut.upd.clk, 0)
+            return tdo
+
+        async def scan(value: int) -> int:
+            # Select-DR, Capture-DR, Shift-DR x DR_BITS, Exit1-DR, Update-DR, Run-Test/Idle
+            await cycle(ticks=False)
+            await cycle(capture=1)
+            out = 0
+            for i in range(DR_BITS):
+                out |= await cycle(shift=1, tdi=value >> i & 1) << i
+            await cycle(ticks=False)
+            await cycle(update=1, ticks=False)
+            for _ in range(4):
+                await cycle(ticks=False)
+            return out
+
+        for op in ops:
+            addr = op[1]
+            await scan(command(addr, *op[2:], write=op[0] == "w"))
+            got = {"done": 0}
+            tries = 0
+            while not (got["done"] and got["addr"] == addr):
+                assert tries < 20, f"no answer to {op}"
+                got = result(await scan(0))
+                tries += 1
+            assert got["write"] == (op[0] == "w")
+            polls.append(tries)
+            if op[0] == "r":
+                answers.append(got["data"])
+
+    sim.add_process(other_master)
+    sim.add_testbench(host)
+    sim.run()
+    return answers, polls
+
+
+def _model(ops):
+    regs = {r.addr: r.init for r in REGISTERS}
+    regs.update({r.addr: FIXED[r.name] for r in REGISTERS if r.name in FIXED})
+    out = []
+    for op in ops:
+        if op[0] == "r":
+            out.append(regs.get(op[1], 0))
+        elif next((r.writable for r in REGISTERS if r.addr == op[1]), False):
+            regs[op[1]] = op[2]
+    return out
+
+
+def _ops(seed: int, n: int = 12):
+    rng = random.Random(seed)
+    addrs = [r.addr for r in REGISTERS] + [0x0777]
+    return [("w", rng.choice(addrs), rng.getrandbits(32)) if rng.random() < 0.4
+            else ("r", rng.choice(addrs)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("tck_ns,update_domain,busy", [
+    (33, "jtag", 0.0),              # TCK slower than the network clock
+    (4, "jtag", 0.5),               # faster, with the bus often taken
+    (33, "jtag_update", 0.3),       # Virtex-5: DRCK and UPDATE
+])
+def test_reads_and_writes_match_the_register_model(tck_ns, update_domain, busy):
+    ops = [("r", 0x0000), ("r", 0x1000), ("w", 0x1000, 0x12345678), ("r", 0x1000),
+           ("r", 0x0003), ("w", 0x0003, 5), ("r", 0x0003), ("r", 0x0777), *_ops(tck_ns)]
+    answers, _ = _run(ops, tck_ns=tck_ns, update_domain=update_domain, busy=busy)
+    assert answers == _model(ops)
+    assert answers[:3] == [0x4F50544E, 1, 0x12345678]
+
+
+def test_a_command_is_done_by_the_first_poll_at_usual_clocks():
+    # 30 MHz TCK, 100 MHz network clock, the host idling 4 TCK cycles after each command
+    _, polls = _run([("r", 0x0000), ("w", 0x1002, 9), ("r", 0x1002)], tck_ns=33)
+    assert polls == [1, 1, 1]
+
+
+def test_a_poll_starts_nothing():
+    # A scan with go clear is only a poll: the write is done once, later polls see it done
+    # and the register keeps the value (a second write would not change it either, but a
+    # repeated command would show as another request: the poll count would not settle).
+    ops = [("w", 0x1002, 7), ("r", 0x1002), ("r", 0x1002)]
+    answers, polls = _run(ops, tck_ns=33)
+    assert answers == [7, 7] and polls == [1, 1, 1]
