@@ -31,28 +31,44 @@ address a cycle, ``2 ** id_bits`` cycles, taking and sending nothing meanwhile),
 resynchronises with every other node of ``nodes`` by control packets: credit packets whose
 ``arg`` has its top bit set (:class:`Control`).
 
-- The reset node X marks every peer Y *waiting* and sends it ``SYNC(tag)``. While X waits
-  for Y it sends Y no unicast, ignores Y's grants and **drops** Y's unicast packets (they
-  belong to Y's old session, which X's empty buffer can no longer account for; counted in
-  ``dropped``).
+- The reset node X marks every peer Y *waiting* and sends it ``SYNC(tag)``, ``tag`` being
+  the one X's SYNCs carry until its next reset. While X waits for Y it sends Y no unicast,
+  ignores Y's grants and **drops** Y's unicast packets (they belong to Y's old session,
+  which X's empty buffer can no longer account for; counted in ``dropped``).
 - Y, on ``SYNC(tag)`` from X, starts new sessions with X both ways: its budget towards X
   is ``init_budget * credit`` again, its count of X's packets starts afresh, and it answers
   ``ACK(tag, held)`` behind any grants it still owes X, ``held`` being X's unicast packets
   still in Y's buffer, which Y will count when its user takes them. Everything Y sent X
   before the ACK is of the old sessions; everything after, of the new.
-- X, on the ``ACK`` whose tag is that of its latest SYNC to Y, stops waiting: its budget
-  towards Y is ``init_budget * credit - held``, and from then on it counts Y's packets.
-  Other ACKs are stale (answers to a SYNC of an earlier reset) and are ignored.
+- X, on an ``ACK`` with its tag, stops waiting: its budget towards Y is
+  ``init_budget * credit - held``, and from then on it counts Y's packets. ACKs with
+  another tag are stale (answers to a SYNC of an earlier reset) and are ignored.
 - A SYNC sent at the end of a sweep is *fresh*. X, still waiting for Y, that receives a
-  fresh SYNC from Y learns that Y has been reset and may have lost X's SYNC; it answers it
-  and sends Y a new (non-fresh) SYNC with a new tag. Non-fresh SYNCs are answered only, so
-  two nodes reset together settle after two exchanges.
+  fresh SYNC from Y learns that Y has been reset and may have lost X's SYNC; it sends Y a
+  new (non-fresh) SYNC, and only then the ACK. Non-fresh SYNCs are answered only, so two
+  nodes reset together settle after two exchanges.
+
+The order matters. A node that ends its wait sends its peer new data at once, and the
+peer drops it while it still waits for that node, whose ACKs (which end the peer's wait)
+go out before the data: so a node must have answered every SYNC of its peer before an ACK
+ends its wait. Hence X's second SYNC goes *before* its ACK to Y: Y answers it before the
+ACK that ends Y's wait, and if Y too sends a second SYNC (both reset together, each
+getting the other's fresh SYNC while it waits), X answers that before Y's ACK of X's fresh
+SYNC, which may end X's wait. Both of X's SYNCs carry X's tag and either ACK will do: Y
+takes both while it waits (its buffer emptied by its reset, X's unicasts dropped, none of
+its own sent to X), so they start the same sessions and both ACKs say ``held`` = 0. (The
+second SYNC used to follow the ACK, with a new tag from the same counter, so that X would
+ignore the first ACK. But that counter steps for every peer: after a reset of the whole
+cluster, ``2 ** tag_bits`` peers' second SYNCs brought it back to the fresh SYNC's tag, a
+node took the first ACK for the second, ended its wait before it had answered the peer's
+second SYNC, and the peer dropped what it then sent: BlueDBM's 20 nodes in ``optnet
+sim``, with 4-bit tags for the ``data`` endpoint.)
 
 So after any sequence of resets, once both nodes of a pair have processed each other's
 latest SYNC, each direction again has at most ``init_budget * credit + offset`` packets
 outstanding, exactly, and no grant of an old session counts in a new one. Tags come from a
-``tag_bits`` counter that ``rst`` does not clear and that steps at every sweep and every
-re-sent SYNC; an ACK is mistaken only if that counter wraps while it is in flight.
+``tag_bits`` counter that ``rst`` does not clear and that steps at every sweep; an ACK is
+mistaken only if the node is reset ``2 ** tag_bits`` times while it is in flight.
 Power-on (configuration) is not a reset: a cluster configured together starts in step,
 with no handshake, so a node reconfigured while its peers run must assert ``rst`` once
 after configuration. Packets held inside the reset node are lost, and so may be a stray
@@ -316,8 +332,10 @@ class Endpoint(wiring.Component):
         ack_in = Signal()               # an ACK
         sync_in = Signal()              # a SYNC, taken this cycle
         data_in = Signal()              # a unicast from a synced source: held[src] += 1
-        rx_hold = Signal()              # sweeping or re-sending a SYNC: take no header
-        sync_hold = Signal()            # a SYNC must wait (grant FIFO full or in use)
+        rx_hold = Signal()              # sweeping: take no header
+        sync_rx = Signal()              # a SYNC at the front of net_rx
+        sync_hold = Signal()            # it must wait (grant FIFO full or in use, or our own
+                                        # SYNC to its source goes first)
         src_waiting = Signal()          # we wait for the header's source's ACK
         with m.If(~in_packet & ~rx_hold):
             with m.If(rx.valid & ~rx.payload.head):
@@ -331,7 +349,8 @@ class Endpoint(wiring.Component):
             with m.Elif(rx.valid & (rx_hdr.kind == KIND_CREDIT)):
                 if cfg.managed:
                     with m.If(is_ctrl & ~is_ack):
-                        m.d.comb += [rx.ready.eq(~sync_hold), sync_in.eq(~sync_hold)]
+                        m.d.comb += [sync_rx.eq(1), rx.ready.eq(~sync_hold),
+                                     sync_in.eq(~sync_hold)]
                     with m.Else():
                         m.d.comb += [rx.ready.eq(1), ack_in.eq(is_ctrl), grant_in.eq(~is_ctrl)]
                 else:
@@ -365,8 +384,8 @@ class Endpoint(wiring.Component):
         grants = None
         if cfg.managed:
             grants = self._managed(m, rx_hdr, rx_tag, rx_held, is_fresh, beat, beat_bits,
-                                   rx_buf, grant_in, ack_in, sync_in, data_in, rx_hold,
-                                   sync_hold, src_waiting, may_send, start_counted)
+                                   rx_buf, grant_in, ack_in, sync_rx, sync_in, data_in,
+                                   rx_hold, sync_hold, src_waiting, may_send, start_counted)
         else:
             m.d.comb += [self.m_axis.valid.eq(rx_buf.r_rdy), rx_buf.r_en.eq(self.m_axis.ready)]
         m.d.comb += self.m_axis.payload.eq(beat)
@@ -431,7 +450,7 @@ class Endpoint(wiring.Component):
                                   "tag": cfg.tag_bits, "held": cfg.held_bits})
 
     def _managed(self, m, rx_hdr, rx_tag, rx_held, is_fresh, beat, beat_bits, rx_buf,
-                 grant_in, ack_in, sync_in, data_in, rx_hold, sync_hold, src_waiting,
+                 grant_in, ack_in, sync_rx, sync_in, data_in, rx_hold, sync_hold, src_waiting,
                  may_send, start_counted):
         """Budgets, counts, the grant FIFO and the reset handshake of a managed endpoint.
 
@@ -439,7 +458,7 @@ class Endpoint(wiring.Component):
         two sides ever write one memory in the same cycle:
 
         - ``rxs`` (network receive side): ``granted`` (grants received), ``inn`` (unicasts
-          put in the receive buffer), ``wait`` (no ACK yet) and ``tag`` (of our latest SYNC);
+          put in the receive buffer) and ``wait`` (no ACK yet);
         - ``spent`` (transmit side): unicasts sent;
         - ``taken`` (user side): ``taken`` (packets taken towards the next grant, starting
           at ``offset``) and ``out`` (unicasts taken), so ``held = inn - out``.
@@ -485,7 +504,7 @@ class Endpoint(wiring.Component):
             is_peer = peer_r.data & (addr != me)
 
         # -- memories --------------------------------------------------------------------
-        rxs_layout = data.StructLayout({"granted": B, "inn": HB, "wait": 1, "tag": K})
+        rxs_layout = data.StructLayout({"granted": B, "inn": HB, "wait": 1})
         take_layout = data.StructLayout({"taken": range(cfg.credit + 1), "out": HB})
         m.submodules.rxs = rxs = memory.Memory(shape=rxs_layout, depth=nodes, init=[])
         m.submodules.spent = spent = memory.Memory(shape=B, depth=nodes, init=[])
@@ -519,9 +538,12 @@ class Endpoint(wiring.Component):
         took = Signal()                 # the user takes the tail of a unicast packet
         m.d.comb += took.eq(self.m_axis.valid & self.m_axis.ready & beat.tlast
                             & ~rx_buf.r_data[beat_bits])
-        resend = Signal()               # next, send `resend_to` a new SYNC
-        resend_to = Signal(f.id_bits)
-        m.d.comb += [rx_hold.eq(sweep | resend), sync_hold.eq(took | ~grants.w_rdy)]
+        # Waiting for the SYNC's source, a fresh SYNC from it means it was reset and may have
+        # lost ours: we send it another before we answer (see the module docstring).
+        resync = Signal()               # the SYNC on net_rx needs our SYNC first
+        resent = Signal()               # which is queued: the ACK follows
+        m.d.comb += [resync.eq(src_waiting & is_fresh & ~resent), rx_hold.eq(sweep),
+                     sync_hold.eq(took | ~grants.w_rdy | resync)]
         # Only one of these writes the taken memory and the FIFO in a cycle: the sweep runs
         # with an empty receive buffer, and SYNCs wait for a cycle without `took`.
         with m.If(sweep):
@@ -536,15 +558,11 @@ class Endpoint(wiring.Component):
                          t_w.data.out.eq(t_rx.data.out),
                          push.dst.eq(rx_hdr.src), push.ctrl.eq(1), push.ack.eq(1),
                          push.tag.eq(rx_tag), push.held.eq(held), grants.w_en.eq(1)]
-            # Waiting for this peer, a fresh SYNC from it means it was reset and may have
-            # lost ours: send another, with a new tag, after the ACK.
-            with m.If(src_waiting & is_fresh):
-                m.d.sync += [resend.eq(1), resend_to.eq(rx_hdr.src), tag.eq(tag + 1)]
-        with m.Elif(resend):
-            m.d.comb += [push.dst.eq(resend_to), push.ctrl.eq(1), push.tag.eq(tag)]
-            with m.If(~took & grants.w_rdy):
-                m.d.comb += grants.w_en.eq(1)
-                m.d.sync += resend.eq(0)
+            m.d.sync += resent.eq(0)
+        with m.Elif(sync_rx & resync & ~took & grants.w_rdy):
+            m.d.comb += [push.dst.eq(rx_hdr.src), push.ctrl.eq(1), push.tag.eq(tag),
+                         grants.w_en.eq(1)]
+            m.d.sync += resent.eq(1)
         with m.Elif(took):
             m.d.comb += [t_w.addr.eq(beat.tid), t_w.en.eq(1),
                          t_w.data.out.eq(t_user.data.out + 1)]
@@ -555,9 +573,9 @@ class Endpoint(wiring.Component):
 
         # -- network receive side: grants, SYNCs, ACKs, held counts ----------------------
         now = r_rx.data
-        acked = Signal()                # the ACK to our latest SYNC to its source
+        acked = Signal()                # an ACK to a SYNC of ours since our latest rst
         m.d.comb += [r_w.addr.eq(rx_hdr.src), r_w.data.eq(now),
-                     acked.eq(ack_in & now.wait & (rx_tag == now.tag))]
+                     acked.eq(ack_in & now.wait & (rx_tag == tag))]
         # `granted` through one adder (the conditions exclude one another): zero in the
         # sweep; on a SYNC, new sessions both ways: what we have spent, so the budget is
         # init_budget * credit again (a packet we start towards the source in this very
@@ -577,10 +595,9 @@ class Endpoint(wiring.Component):
             m.d.comb += addend.eq(rx_hdr.arg)
         with m.If(sweep):
             m.d.comb += [r_w.addr.eq(addr), r_w.en.eq(1), r_w.data.inn.eq(0),
-                         r_w.data.wait.eq(is_peer), r_w.data.tag.eq(sweep_tag)]
+                         r_w.data.wait.eq(is_peer)]
         with m.Elif(sync_in):
-            m.d.comb += [r_w.en.eq(1),
-                         r_w.data.tag.eq(Mux(src_waiting & is_fresh, tag + 1, now.tag))]
+            m.d.comb += r_w.en.eq(1)
         with m.Elif(acked):
             m.d.comb += [r_w.en.eq(1), r_w.data.wait.eq(0)]
         with m.Elif(grant_in & ~now.wait):
