@@ -21,6 +21,7 @@ from optnet.plan import plan
 from optnet.plan.configs import EndpointConfig, FlitFormat
 
 from .conftest import linted_example
+from .test_hw_uart import UartListener, uart_line
 
 FMT = FlitFormat(width=256, vcs=2, id_bits=2)
 
@@ -162,24 +163,11 @@ def test_bring_up_kits_of_a_cluster_exchange_traffic_and_answer_over_the_uart():
         for p, kit in zip(plans, kits, strict=True):
             ctx.set(kit.node_id, p.node_id)
             ctx.set(kit.link_up, 0b11)
-        line = []
-        for byte in (READ, 0x00, 0x00, READ, 0x10, 0x04):
-            line += [0, *(byte >> i & 1 for i in range(8)), 1, 1]
-        bits = [1] * 20 + [b for b in line for _ in range(4)]
-        answer, frame, owner = [], None, {}
+        bits = uart_line([READ, 0x00, 0x00, READ, 0x10, 0x04], 4, gap=1, idle=5)
+        host, owner = UartListener(4), {}
         for cycle in range(1200):
             ctx.set(kits[0].uart_rx, bits[cycle] if cycle < len(bits) else 1)
-            tx = ctx.get(kits[0].uart_tx)
-            if frame is None and not tx:
-                frame, timer = [], 2
-            elif frame is not None:
-                timer -= 1
-                if timer == 0:
-                    frame.append(tx)
-                    timer = 4
-                    if len(frame) == 10:
-                        answer.append(sum(b << i for i, b in enumerate(frame[1:9])))
-                        frame = None
+            host.step(ctx.get(kits[0].uart_tx))
             # the network: each beat to its destination's endpoint, a packet at a time
             for kit in kits:
                 ctx.set(kit.app_rx.valid, 0)
@@ -200,7 +188,7 @@ def test_bring_up_kits_of_a_cluster_exchange_traffic_and_answer_over_the_uart():
                         ready = 1
                 ctx.set(kit.app_tx.ready, ready)
             await ctx.tick()
-        got["answer"] = answer
+        got["answer"] = host.received
         got["trouble"] = [ctx.get(k.trouble) for k in kits]
 
     sim.add_testbench(bench)

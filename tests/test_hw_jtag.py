@@ -8,13 +8,18 @@ from __future__ import annotations
 import random
 
 import pytest
-from amaranth.hdl import ClockDomain, Module
+from amaranth.hdl import ClockDomain, Module, Signal
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from optnet.hw.jtag import ADDR_BITS, DATA_BITS, DR_BITS, JtagBridge
-from optnet.hw.uart import RegisterFile
-from optnet.plan.registers import Register
+from optnet.hw import bringup
+from optnet.hw.jtag import ADDR_BITS, DATA_BITS, DR_BITS, JtagBridge, Tap
+from optnet.hw.uart import READ, RegisterFile
+from optnet.plan import plan
+from optnet.plan.registers import MAGIC, Register
+
+from .conftest import linted_example
+from .test_hw_uart import UartListener, uart_line
 
 REGISTERS = (Register("magic", 0x0000, False, ""), Register("count", 0x0003, False, ""),
              Register("control", 0x1000, True, "", init=1), Register("gap", 0x1002, True, ""))
@@ -32,6 +37,63 @@ def result(captured: int) -> dict[str, int]:
     return {"data": captured & (1 << DATA_BITS) - 1,
             "addr": captured >> DATA_BITS & (1 << ADDR_BITS) - 1,
             "write": captured >> (DATA_BITS + ADDR_BITS) & 1, "done": captured >> (DR_BITS - 1)}
+
+
+async def host_ops(ctx, tap, jtag_clk, update_clk, tck_ns: float, ops):
+    """A JTAG host running ``ops`` (("r", addr) or ("w", addr, data)) through the bridge's TAP
+    signals ``tap`` (``capture``, ``shift``, ``update``, ``tdi``, ``tdo``) at a TCK period of
+    ``tck_ns``: a command scan, a few idle cycles, then polls until done. ``update_clk``: the
+    Virtex-5 form, where ``jtag_clk`` (DRCK) ticks only in Capture-DR and Shift-DR and
+    Update-DR has this clock of its own. Returns what each read gave and the polls each
+    operation took."""
+    half = tck_ns * 1e-9 / 2
+    separate = update_clk is not None
+    answers, polls = [], []
+
+    async def cycle(*, capture=0, shift=0, update=0, tdi=0, ticks=True):
+        ctx.set(tap.capture, capture)
+        ctx.set(tap.shift, shift)
+        ctx.set(tap.update, update if not separate else 1)
+        ctx.set(tap.tdi, tdi)
+        await ctx.delay(half)
+        tdo = ctx.get(tap.tdo)
+        if separate and update:
+            ctx.set(update_clk, 1)
+        elif ticks or not separate:
+            ctx.set(jtag_clk, 1)
+        await ctx.delay(half)
+        ctx.set(jtag_clk, 0)
+        if separate:
+            ctx.set(update_clk, 0)
+        return tdo
+
+    async def scan(value: int) -> int:
+        # Select-DR, Capture-DR, Shift-DR x DR_BITS, Exit1-DR, Update-DR, Run-Test/Idle
+        await cycle(ticks=False)
+        await cycle(capture=1)
+        out = 0
+        for i in range(DR_BITS):
+            out |= await cycle(shift=1, tdi=value >> i & 1) << i
+        await cycle(ticks=False)
+        await cycle(update=1, ticks=False)
+        for _ in range(4):
+            await cycle(ticks=False)
+        return out
+
+    for op in ops:
+        addr = op[1]
+        await scan(command(addr, *op[2:], write=op[0] == "w"))
+        got = {"done": 0}
+        tries = 0
+        while not (got["done"] and got["addr"] == addr):
+            assert tries < 20, f"no answer to {op}"
+            got = result(await scan(0))
+            tries += 1
+        assert got["write"] == (op[0] == "w")
+        polls.append(tries)
+        if op[0] == "r":
+            answers.append(got["data"])
+    return answers, polls
 
 
 class _Dut(wiring.Component):
@@ -70,53 +132,10 @@ def _run(ops, *, tck_ns: float, update_domain: str = "jtag", busy: float = 0.0, 
             await ctx.tick()
 
     async def host(ctx):
-        jtag_clk = dut.jtag.clk
-        half = tck_ns * 1e-9 / 2
-
-        async def cycle(*, capture=0, shift=0, update=0, tdi=0, ticks=True):
-            # one TCK cycle; on Virtex-5, DRCK only where it ticks and UPDATE on its own
-            ctx.set(bridge.capture, capture)
-            ctx.set(bridge.shift, shift)
-            ctx.set(bridge.update, update if not separate else 1)
-            ctx.set(bridge.tdi, tdi)
-            await ctx.delay(half)
-            tdo = ctx.get(bridge.tdo)
-            if separate and update:
-                ctx.set(dut.upd.clk, 1)
-            elif ticks or not separate:
-                ctx.set(jtag_clk, 1)
-            await ctx.delay(half)
-            ctx.set(jtag_clk, 0)
-            if separate:
-                ctx.set(dut.upd.clk, 0)
-            return tdo
-
-        async def scan(value: int) -> int:
-            # Select-DR, Capture-DR, Shift-DR x DR_BITS, Exit1-DR, Update-DR, Run-Test/Idle
-            await cycle(ticks=False)
-            await cycle(capture=1)
-            out = 0
-            for i in range(DR_BITS):
-                out |= await cycle(shift=1, tdi=value >> i & 1) << i
-            await cycle(ticks=False)
-            await cycle(update=1, ticks=False)
-            for _ in range(4):
-                await cycle(ticks=False)
-            return out
-
-        for op in ops:
-            addr = op[1]
-            await scan(command(addr, *op[2:], write=op[0] == "w"))
-            got = {"done": 0}
-            tries = 0
-            while not (got["done"] and got["addr"] == addr):
-                assert tries < 20, f"no answer to {op}"
-                got = result(await scan(0))
-                tries += 1
-            assert got["write"] == (op[0] == "w")
-            polls.append(tries)
-            if op[0] == "r":
-                answers.append(got["data"])
+        got = await host_ops(ctx, bridge, dut.jtag.clk, dut.upd.clk if separate else None,
+                             tck_ns, ops)
+        answers.extend(got[0])
+        polls.extend(got[1])
 
     sim.add_process(other_master)
     sim.add_testbench(host)
@@ -169,3 +188,47 @@ def test_a_poll_starts_nothing():
     ops = [("w", 0x1002, 7), ("r", 0x1002), ("r", 0x1002)]
     answers, polls = _run(ops, tck_ns=33)
     assert answers == [7, 7] and polls == [1, 1, 1]
+
+
+def test_the_kit_answers_over_jtag_and_uart_at_once(monkeypatch):
+    """A ULX3S node's kit with both bridges (its board top has both): the JTAG host reads the
+    magic word and the node id and writes and reads back a generator register while the
+    UART reads the magic word, its accesses taking the bus first. The primitive is replaced
+    by plain signals in a ``jtag`` domain (Amaranth cannot simulate JTAGG)."""
+    node = plan(linted_example("ulx3s_ring4").routed)[2]
+    fake = {}
+
+    def user_tap(m, kind):
+        assert kind == "jtagg"
+        m.domains.jtag = fake["domain"] = ClockDomain("jtag", reset_less=True)
+        fake["tap"] = Tap(*(Signal(name=f"t_{n}") for n in ("capture", "shift", "update",
+                                                              "tdi", "tdo")), "jtag")
+        return fake["tap"]
+
+    monkeypatch.setattr(bringup, "user_tap", user_tap)
+    kit = bringup.BringUp(node, 4, "jtagg")
+    sim = Simulator(kit)
+    sim.add_clock(NET_NS * 1e-9)
+    got = {}
+
+    async def uart_host(ctx):
+        # 'r' 00 00, three times, 4 cycles a bit
+        bits = uart_line([READ, 0x00, 0x00] * 3, 4, gap=20, idle=10)
+        host = UartListener(4)
+        for cycle in range(len(bits) + 400):
+            ctx.set(kit.uart_rx, bits[cycle] if cycle < len(bits) else 1)
+            host.step(ctx.get(kit.uart_tx))
+            await ctx.tick()
+        answer = host.received
+        got["uart"] = bytes(answer)
+
+    async def jtag_host(ctx):
+        ctx.set(kit.node_id, node.node_id)
+        ops = [("r", 0x0000), ("r", 0x0002), ("w", 0x1002, 77), ("r", 0x1002), ("r", 0x0000)]
+        got["jtag"] = await host_ops(ctx, fake["tap"], fake["domain"].clk, None, 7, ops)
+
+    sim.add_testbench(uart_host)
+    sim.add_testbench(jtag_host)
+    sim.run()
+    assert got["jtag"][0] == [MAGIC, node.node_id, 77, MAGIC]
+    assert got["uart"] == b"OPTN" * 3

@@ -15,8 +15,36 @@ from .conftest import linted_example
 DIV = 7     # clock cycles per bit (odd: the sampling point is not on a cycle boundary)
 
 
-def _frame(byte: int) -> list[int]:
-    return [0, *(byte >> i & 1 for i in range(8)), 1]
+def uart_line(sent, divisor: int, gap: int = 3, idle: int = 5) -> list[int]:
+    """The host's transmit line, a value per clock cycle: ``idle`` bits high, then each byte
+    of ``sent`` (start bit, 8 bits least significant first, stop bit) and ``gap`` idle bits,
+    ``divisor`` cycles a bit."""
+    line = [1] * idle
+    for byte in sent:
+        line += [0, *(byte >> i & 1 for i in range(8)), 1] + [1] * gap
+    return [b for b in line for _ in range(divisor)]
+
+
+class UartListener:
+    """The host's receiver: given the bridge's ``tx`` every clock cycle (:meth:`step`), it
+    samples each bit in its middle and collects the bytes in :attr:`received`."""
+
+    def __init__(self, divisor: int):
+        self.divisor, self.frame, self.timer, self.received = divisor, None, 0, []
+
+    def step(self, tx: int) -> None:
+        if self.frame is None:
+            if not tx:
+                self.frame, self.timer = [], self.divisor // 2
+            return
+        self.timer -= 1
+        if self.timer == 0:
+            self.frame.append(tx)
+            self.timer = self.divisor
+            if len(self.frame) == 10:
+                assert self.frame[0] == 0 and self.frame[9] == 1, "framing"
+                self.received.append(sum(b << i for i, b in enumerate(self.frame[1:9])))
+                self.frame = None
 
 
 def _talk(sent: list[int], registers: dict[int, int], answers: int, gap: int = 3):
@@ -26,39 +54,23 @@ def _talk(sent: list[int], registers: dict[int, int], answers: int, gap: int = 3
     dut = UartBridge(DIV)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    received, writes = [], []
+    host, writes = UartListener(DIV), []
 
     async def bench(ctx):
-        line = [1] * 5
-        for byte in sent:
-            line += _frame(byte) + [1] * gap
-        bits = [b for b in line for _ in range(DIV)]
-        frame, timer = None, 0
+        bits = uart_line(sent, DIV, gap)
         for cycle in range(len(bits) + 60 * DIV * answers):
             ctx.set(dut.rx, bits[cycle] if cycle < len(bits) else 1)
             ctx.set(dut.bus.r_data, registers.get(ctx.get(dut.bus.addr), 0))
             if ctx.get(dut.bus.w_en):
                 writes.append((ctx.get(dut.bus.addr), ctx.get(dut.bus.w_data)))
-            # the host samples each bit in its middle
-            tx = ctx.get(dut.tx)
-            if frame is None and not tx:
-                frame, timer = [], DIV // 2
-            elif frame is not None:
-                timer -= 1
-                if timer == 0:
-                    frame.append(tx)
-                    timer = DIV
-                    if len(frame) == 10:
-                        assert frame[0] == 0 and frame[9] == 1, "framing"
-                        received.append(sum(b << i for i, b in enumerate(frame[1:9])))
-                        frame = None
-                        if len(received) == answers:
-                            return
+            host.step(ctx.get(dut.tx))
+            if len(host.received) == answers:
+                return
             await ctx.tick()
 
     sim.add_testbench(bench)
     sim.run()
-    return received, writes
+    return host.received, writes
 
 
 def test_read_answers_the_register_big_endian():
