@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -134,3 +137,46 @@ def test_quartus_script_reads_writes_and_dumps_through_the_virtual_jtag(tmp_path
     calls, _ = _run(tmp_path, script, _model(REGS) + "source script.tcl\n", "n9", "dump")
     assert [c[1].split(";")[0] for c in calls if c[0] == "ERROR"] == [
         "usage: quartus_stp -t optnet_quartus.tcl NODE (dump | read ADDR | write ADDR VALUE)"]
+
+
+def test_python_host_module_reads_and_writes_through_openocds_tcl_server():
+    # A stand-in for OpenOCD's Tcl server (commands and answers end with 0x1a) that knows
+    # the procs of optnet_openocd.tcl; OpenOCD answers the client's [list [catch ...] $r].
+    namespace: dict = {}
+    exec(_host("plasticnet_ring4")["host/optnet_host.py"], namespace)
+    server = socket.create_server(("127.0.0.1", 0))
+    commands = []
+
+    def serve():
+        conn, _ = server.accept()
+        with conn:
+            pending = b""
+            while True:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                pending += chunk
+                while b"\x1a" in pending:
+                    text, _, pending = pending.partition(b"\x1a")
+                    inner = re.fullmatch(r"list \[catch \{(.*)\} r\] \$r", text.decode())[1]
+                    commands.append(inner)
+                    if inner == "optnet_read 0x1004":
+                        answer = "0 1234"
+                    elif inner.startswith("optnet_write"):
+                        answer = "0 {}"
+                    else:
+                        answer = "1 {optnet: no answer from node fpga0's register bridge}"
+                    conn.sendall(answer.encode() + b"\x1a")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    jtag = namespace["OpenOcd"]("127.0.0.1", server.getsockname()[1])
+    assert namespace["read"](jtag, 0x1004) == 1234
+    namespace["write"](jtag, 0x1000, -1)
+    with pytest.raises(RuntimeError, match=r"^optnet: no answer from node fpga0's register"):
+        namespace["read"](jtag, 0x0777)
+    jtag.close()
+    thread.join(5)
+    server.close()
+    assert commands == ["optnet_read 0x1004", "optnet_write 0x1000 0xffffffff",
+                        "optnet_read 0x0777"]
