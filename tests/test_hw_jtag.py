@@ -8,12 +8,13 @@ from __future__ import annotations
 import random
 
 import pytest
-from amaranth.hdl import ClockDomain, Module, Signal
+from amaranth.hdl import ClockDomain, ClockSignal, Module, Signal
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In
 from amaranth.sim import Simulator
 
 from optnet.hw import bringup
-from optnet.hw.jtag import ADDR_BITS, DATA_BITS, DR_BITS, JtagBridge, Tap
+from optnet.hw.jtag import ADDR_BITS, DATA_BITS, DR_BITS, JtagBridge, JtaggAdapter, Tap
 from optnet.hw.uart import READ, RegisterFile
 from optnet.plan import plan
 from optnet.plan.registers import MAGIC, Register
@@ -232,3 +233,97 @@ def test_the_kit_answers_over_jtag_and_uart_at_once(monkeypatch):
     sim.run()
     assert got["jtag"][0] == [MAGIC, node.node_id, 77, MAGIC]
     assert got["uart"] == b"OPTN" * 3
+
+
+# -- the ECP5 adapter under a model of JTAGG --------------------------------------------------
+
+# IEEE 1149.1 TAP states (DR side, and the IR side collapsed: the model's IR is ER1) and the
+# next state for TMS 0 / 1.
+_TAP = {"reset": ("idle", "reset"), "idle": ("idle", "select_dr"),
+        "select_dr": ("capture_dr", "select_ir"), "capture_dr": ("shift_dr", "exit1_dr"),
+        "shift_dr": ("shift_dr", "exit1_dr"), "exit1_dr": ("pause_dr", "update_dr"),
+        "pause_dr": ("pause_dr", "exit2_dr"), "exit2_dr": ("shift_dr", "update_dr"),
+        "update_dr": ("idle", "select_dr"), "select_ir": ("idle", "reset")}
+
+
+class _JtaggDut(wiring.Component):
+    def __init__(self):
+        self.adapter, self.bridge = JtaggAdapter(), JtagBridge()
+        self.registers = RegisterFile(REGISTERS)
+        super().__init__({"tck": In(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.jtag = ClockDomain("jtag", reset_less=True)
+        m.domains.jtag_fall = ClockDomain("jtag_fall", clk_edge="neg", reset_less=True)
+        m.d.comb += [ClockSignal("jtag").eq(self.tck), ClockSignal("jtag_fall").eq(self.tck)]
+        m.submodules.adapter, m.submodules.bridge = self.adapter, self.bridge
+        m.submodules.registers = self.registers
+        wiring.connect(m, self.bridge.bus, self.registers.bus)
+        a, b = self.adapter, self.bridge
+        m.d.comb += [b.capture.eq(a.capture), b.shift.eq(a.shift), b.update.eq(a.update),
+                     b.tdi.eq(a.tdi)]
+        for name, value in FIXED.items():
+            m.d.comb += getattr(self.registers, name).eq(value)
+        return m
+
+
+def test_the_ecp5_adapter_keeps_the_hosts_bits_under_a_model_of_jtagg():
+    """JTAGG as LiteX's ECP5 core describes it: JTDI registered on TCK's rising edge, the TAP
+    state outputs changing just after it, JTDO1 sampled on the falling edge in Shift-DR; the
+    host changes TMS and TDI on falling edges and samples TDO on rising ones, as FTDI-based
+    adapters do. The host's reads and writes must come out as with an ideal TAP."""
+    dut = _JtaggDut()
+    sim = Simulator(dut)
+    sim.add_clock(NET_NS * 1e-9)
+    adapter, bridge = dut.adapter, dut.bridge
+    half = 33e-9 / 2
+    model = {"state": "idle", "tdo": 0}
+    answers = []
+
+    async def edge(ctx, tms: int, tdi: int) -> int:
+        # one TCK cycle from low: the rising edge (host samples TDO, JTAGG registers TDI and
+        # moves its TAP, its outputs following 1 ns later), then the falling edge
+        tdo = model["tdo"]
+        ctx.set(dut.tck, 1)
+        await ctx.delay(1e-9)
+        model["state"] = _TAP[model["state"]][tms]
+        state = model["state"]
+        ctx.set(adapter.jtdi, tdi)
+        ctx.set(adapter.jce1, state in ("capture_dr", "shift_dr"))
+        ctx.set(adapter.jshift, state == "shift_dr")
+        ctx.set(adapter.jupdate, state == "update_dr")
+        await ctx.delay(half - 1e-9)
+        if state == "shift_dr":
+            model["tdo"] = ctx.get(bridge.tdo)
+        ctx.set(dut.tck, 0)
+        await ctx.delay(half)
+        return tdo
+
+    async def scan(ctx, value: int) -> int:
+        for tms in (1, 0, 0):                   # to Select-DR, Capture-DR, Shift-DR
+            await edge(ctx, tms, 0)
+        out = 0
+        for i in range(DR_BITS):
+            out |= await edge(ctx, int(i == DR_BITS - 1), value >> i & 1) << i
+        for tms in (1, 0, 0, 0, 0, 0):          # to Update-DR, then idle
+            await edge(ctx, tms, 0)
+        return out
+
+    async def host(ctx):
+        ops = [("r", 0x0000), ("w", 0x1002, 0xA5A5F00F), ("r", 0x1002), ("r", 0x0003)]
+        for op in ops:
+            addr = op[1]
+            await scan(ctx, command(addr, *op[2:], write=op[0] == "w"))
+            got = {"done": 0}
+            tries = 0
+            while not (got["done"] and got["addr"] == addr):
+                assert tries < 5, f"no answer to {op}"
+                got = result(await scan(ctx, 0))
+                tries += 1
+            if op[0] == "r":
+                answers.append(got["data"])
+
+    sim.add_testbench(host)
+    sim.run()
+    assert answers == [FIXED["magic"], 0xA5A5F00F, FIXED["count"]]

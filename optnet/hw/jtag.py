@@ -56,7 +56,7 @@ from optnet.hw.uart import RegisterBus
 from optnet.plan.pins import JTAG_CLOCKS, JTAG_TAP_INSTANCE
 
 __all__ = ["ADDR_BITS", "DATA_BITS", "DR_BITS", "JTAG_PRIMITIVES", "TAP_KINDS",
-           "VIRTUAL_JTAG_INDEX", "JtagBridge", "Tap", "user_tap"]
+           "VIRTUAL_JTAG_INDEX", "JtagBridge", "JtaggAdapter", "Tap", "user_tap"]
 
 #: Bits of a register's data and address, and of the whole data register.
 DATA_BITS, ADDR_BITS = 32, 16
@@ -141,6 +141,54 @@ class JtagBridge(wiring.Component):
         return m
 
 
+class JtaggAdapter(wiring.Component):
+    """The bridge's view of an ECP5 ``JTAGG`` on ER1: Capture-DR, Shift-DR and Update-DR as
+    enables for the TCK rising edge, and the data bit to shift in.
+
+    The primitive's outputs change just after a TCK rising edge: its TAP state (``JCE1``,
+    high in Capture-DR and Shift-DR while ER1 is the instruction; ``JSHIFT`` in Shift-DR;
+    ``JUPDATE`` in Update-DR) and ``JTDI``, which it registers on that edge (LiteX's ECP5
+    JTAG core documents these registers, and delays TCK through LUTs to sample after them).
+    Sampled on the same rising edge they race the clock, so they are taken on the falling
+    edge (``jtag_fall``), half a TCK after they change, and used at the next rising edge:
+    then the state is the one the standard TAP acts on at that edge, but the data bit is
+    the one TDI had an edge earlier. Shifting also at the edge that leaves Shift-DR (the
+    TAP is in Exit1-DR: the state after Shift-DR that is not Shift-DR) makes up for it: the
+    register takes one bit more, the first (TDI as the TAP left Capture-DR), and keeps the
+    host's bits. ``JTDO1`` is the primitive's to sample on the falling edge, and the
+    register changes on rising edges only. A host that pauses in Pause-DR in the middle of a
+    scan would lose a bit (OpenOCD's and quartus_stp's scans do not pause).
+
+    Members
+    -------
+    jce1, jshift, jupdate, jtdi : In(1)
+        The primitive's outputs.
+    capture, shift, update, tdi : Out(1)
+        For :class:`JtagBridge` in the ``jtag`` (TCK rising edge) domain.
+    """
+
+    def __init__(self):
+        super().__init__({"jce1": In(1), "jshift": In(1), "jupdate": In(1), "jtdi": In(1),
+                          "capture": Out(1), "shift": Out(1), "update": Out(1),
+                          "tdi": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        jce1, shifting, jupdate = Signal(), Signal(), Signal()
+        m.d.jtag_fall += [jce1.eq(self.jce1), shifting.eq(self.jce1 & self.jshift),
+                          jupdate.eq(self.jupdate), self.tdi.eq(self.jtdi)]
+        jce1_before, shifted = Signal(), Signal()
+        ours = Signal()                 # a scan that ER1 began: its Update-DR is ours
+        m.d.jtag += [jce1_before.eq(jce1), shifted.eq(shifting)]
+        with m.If(jce1):
+            m.d.jtag += ours.eq(1)
+        with m.Elif(jupdate):
+            m.d.jtag += ours.eq(0)
+        m.d.comb += [self.capture.eq(jce1 & ~jce1_before), self.shift.eq(shifting | shifted),
+                     self.update.eq(jupdate & ours)]
+        return m
+
+
 @dataclass(frozen=True)
 class Tap:
     """What :func:`user_tap` gives the bridge: its ``capture``, ``shift``, ``update``,
@@ -203,19 +251,17 @@ def user_tap(m: Module, kind: str) -> Tap:
         m.d.comb += [tap.capture.eq(raw["CAPTURE"] & sel), tap.shift.eq(raw["SHIFT"] & sel),
                      tap.update.eq(sel)]
     elif kind == "jtagg":
-        # JCE1 is high in Capture-DR and Shift-DR while ER1 is the instruction; JUPDATE in
-        # Update-DR whatever it is, so the bridge's update waits for a scan that ER1 began.
+        jtdi = Signal(name="jtag_tap_jtdi")
         m.submodules[JTAG_TAP_INSTANCE] = Instance(
-            JTAG_PRIMITIVES[kind], o_JTCK=clk, o_JTDI=tap.tdi, i_JTDO1=tap.tdo, i_JTDO2=Const(0),
+            JTAG_PRIMITIVES[kind], o_JTCK=clk, o_JTDI=jtdi, i_JTDO1=tap.tdo, i_JTDO2=Const(0),
             **outputs("JSHIFT", "JUPDATE", "JCE1", "JCE2", "JRSTN", "JRTI1", "JRTI2"))
-        ours = Signal(name="jtag_er1_scan")
-        with m.If(raw["JCE1"]):
-            m.d.jtag += ours.eq(1)
-        with m.Elif(raw["JUPDATE"]):
-            m.d.jtag += ours.eq(0)
-        m.d.comb += [tap.capture.eq(raw["JCE1"] & ~raw["JSHIFT"]),
-                     tap.shift.eq(raw["JCE1"] & raw["JSHIFT"]),
-                     tap.update.eq(raw["JUPDATE"] & ours)]
+        m.domains.jtag_fall = ClockDomain("jtag_fall", clk_edge="neg", reset_less=True)
+        m.d.comb += ClockSignal("jtag_fall").eq(clk)
+        m.submodules.jtag_er1 = er1 = JtaggAdapter()
+        m.d.comb += [er1.jce1.eq(raw["JCE1"]), er1.jshift.eq(raw["JSHIFT"]),
+                     er1.jupdate.eq(raw["JUPDATE"]), er1.jtdi.eq(jtdi),
+                     tap.capture.eq(er1.capture), tap.shift.eq(er1.shift),
+                     tap.update.eq(er1.update), tap.tdi.eq(er1.tdi)]
     else:
         # One virtual instance with a 1-bit virtual IR (its DR is the bridge's register), at
         # a fixed index, which the host script names (VIRTUAL_JTAG_INDEX).
