@@ -224,11 +224,12 @@ def user_tap(m: Module, kind: str) -> Tap:
     m.domains.jtag = ClockDomain("jtag", reset_less=True)
     clk = Signal(name=next(iter(nets.values())))
     m.d.comb += ClockSignal("jtag").eq(clk)
-    raw = {n: Signal(name=f"jtag_tap_{n.lower()}") for n in (
-        "CAPTURE", "SHIFT", "UPDATE", "SEL", "DRCK", "RESET", "RUNTEST", "TCK", "TMS",
-        "JSHIFT", "JUPDATE", "JCE1", "JCE2", "JRSTN", "JRTI1", "JRTI2", "sdr", "cdr", "udr")}
+    raw: dict[str, Signal] = {}
 
     def outputs(*names):
+        # the primitive's outputs ``names`` (Intel's by their state: virtual_state_<name>),
+        # each to a signal of its own in ``raw``
+        raw.update((n, Signal(name=f"jtag_tap_{n.lower()}")) for n in names)
         return {f"o_{n if n.isupper() else 'virtual_state_' + n}": raw[n] for n in names}
 
     if kind == "bscane2":
