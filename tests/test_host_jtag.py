@@ -32,12 +32,14 @@ def _host(stem: str) -> dict[str, str]:
     return host_files(routed, plan(routed))
 
 
-def _run(tmp_path, script: str, driver: str, *args: str) -> tuple[list, str]:
-    """Run ``driver`` (Tcl: sets the model up, sources the script) under the mock; returns
-    the calls it made and what it printed."""
-    tclsh = shutil.which("tclsh")
+def _run(tmp_path, script: str, driver: str, *args: str, shell: str = "tclsh"
+         ) -> tuple[list, str]:
+    """Run ``driver`` (Tcl: sets the model up, sources the script) under the mock in
+    ``shell`` (``tclsh``, or ``jimsh``: Jim Tcl, OpenOCD's interpreter); returns the calls
+    it made and what it printed."""
+    tclsh = shutil.which(shell)
     if tclsh is None:
-        missing_tool("tclsh", "apt-get install tcl")
+        missing_tool(shell, f"apt-get install {'tcl' if shell == 'tclsh' else 'jimsh'}")
     (tmp_path / "script.tcl").write_text(script)
     (tmp_path / "driver.tcl").write_text(driver)
     log = tmp_path / "calls.log"
@@ -57,11 +59,12 @@ def _model(registers: dict[int, int], writable=(), latency: int = 2) -> str:
 REGS = {0x0000: MAGIC, 0x0002: 1, 0x0005: 3, 0x0100: 1, 0x0101: 7, 0x1000: 1, 0x1003: 1234}
 
 
-def test_openocd_script_dumps_a_node_and_writes_a_register(tmp_path):
+@pytest.mark.parametrize("shell", ["tclsh", "jimsh"])
+def test_openocd_script_dumps_a_node_and_writes_a_register(tmp_path, shell):
     script = _host("plasticnet_ring4")["host/optnet_openocd.tcl"]
     driver = (_model(REGS, writable=[0x1000]) + "set OPTNET_NODE fpga1\nsource script.tcl\n"
               "optnet_dump\noptnet_write 0x1000 0\nputs \"control [optnet_read 0x1000]\"\n")
-    calls, out = _run(tmp_path, script, driver)
+    calls, out = _run(tmp_path, script, driver, shell=shell)
     assert not [c for c in calls if c[0] == "ERROR"], calls
     # The ZC706's XC7Z045: a 6-bit IR, the bridge behind USER1.
     assert calls[0] == ["jtag", "newtap", "optnet", "fpga", "-irlen", "6"]
@@ -95,6 +98,7 @@ def test_openocd_script_on_a_tap_the_user_declared_and_other_instructions(tmp_pa
     assert {tuple(c) for c in calls if c[0] == "irscan"} == {("irscan", "zynq_pl.bs", "0x03")}
 
 
+@pytest.mark.parametrize("shell", ["tclsh", "jimsh"])
 @pytest.mark.parametrize("driver,message", [
     ("set OPTNET_NODE nosuch\nsource script.tcl\n",
      "optnet: set OPTNET_NODE to one of the nodes of cluster plasticnet_ring4: fpga0 fpga1 "
@@ -106,10 +110,10 @@ def test_openocd_script_on_a_tap_the_user_declared_and_other_instructions(tmp_pa
      "optnet: node fpga0 answered 0x00000000 for the magic word, not 0x4f50544e: not an "
      "optnet bring-up kit"),
 ])
-def test_openocd_script_diagnostics(tmp_path, driver, message):
+def test_openocd_script_diagnostics(tmp_path, driver, message, shell):
     script = _host("plasticnet_ring4")["host/optnet_openocd.tcl"]
     latency = 10 if "polls 5" in driver else 2
-    calls, _ = _run(tmp_path, script, _model({}, latency=latency) + driver)
+    calls, _ = _run(tmp_path, script, _model({}, latency=latency) + driver, shell=shell)
     errors = [c for c in calls if c[0] == "ERROR"]
     assert [" ".join(e[1].split()) for e in errors] == [message]
 
