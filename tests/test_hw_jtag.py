@@ -278,8 +278,8 @@ def test_the_ecp5_adapter_keeps_the_hosts_bits_under_a_model_of_jtagg():
     sim.add_clock(NET_NS * 1e-9)
     adapter, bridge = dut.adapter, dut.bridge
     half = 33e-9 / 2
-    model = {"state": "idle", "tdo": 0}
-    answers = []
+    model = {"state": "idle", "tdo": 0, "er1": True}
+    answers, sim_regs = [], {}
 
     async def edge(ctx, tms: int, tdi: int) -> int:
         # one TCK cycle from low: the rising edge (host samples TDO, JTAGG registers TDI and
@@ -290,12 +290,12 @@ def test_the_ecp5_adapter_keeps_the_hosts_bits_under_a_model_of_jtagg():
         model["state"] = _TAP[model["state"]][tms]
         state = model["state"]
         ctx.set(adapter.jtdi, tdi)
-        ctx.set(adapter.jce1, state in ("capture_dr", "shift_dr"))
+        ctx.set(adapter.jce1, model["er1"] and state in ("capture_dr", "shift_dr"))
         ctx.set(adapter.jshift, state == "shift_dr")
         ctx.set(adapter.jupdate, state == "update_dr")
         await ctx.delay(half - 1e-9)
         if state == "shift_dr":
-            model["tdo"] = ctx.get(bridge.tdo)
+            model["tdo"] = ctx.get(bridge.tdo) if model["er1"] else tdi
         ctx.set(dut.tck, 0)
         await ctx.delay(half)
         return tdo
@@ -315,6 +315,13 @@ def test_the_ecp5_adapter_keeps_the_hosts_bits_under_a_model_of_jtagg():
         for op in ops:
             addr = op[1]
             await scan(ctx, command(addr, *op[2:], write=op[0] == "w"))
+            if op[0] == "w":
+                # a DR scan of another instruction or device (JCE1 low, JUPDATE pulses all
+                # the same) with a write in it: the bridge takes neither it nor, again, the
+                # command still in its register
+                model["er1"] = False
+                await scan(ctx, command(0x1002, 1, write=True))
+                model["er1"] = True
             got = {"done": 0}
             tries = 0
             while not (got["done"] and got["addr"] == addr):
@@ -323,7 +330,14 @@ def test_the_ecp5_adapter_keeps_the_hosts_bits_under_a_model_of_jtagg():
                 tries += 1
             if op[0] == "r":
                 answers.append(got["data"])
+        sim_regs["gap"] = ctx.get(dut.registers.gap)
 
+    async def writes(ctx):
+        async for _, _, w_en in ctx.tick().sample(bridge.bus.w_en):
+            sim_regs["writes"] = sim_regs.get("writes", 0) + w_en
+
+    sim.add_process(writes)
     sim.add_testbench(host)
     sim.run()
     assert answers == [FIXED["magic"], 0xA5A5F00F, FIXED["count"]]
+    assert sim_regs["gap"] == 0xA5A5F00F and sim_regs["writes"] == 1
