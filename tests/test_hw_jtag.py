@@ -1,7 +1,8 @@
 """The JTAG register bridge against a host model: the host's DR scans (command, then polls
 until done) read and write a register file, with the TAP clock faster and slower than the
 network clock, another bus master taking cycles, and the Virtex-5 form (DRCK ticking only
-in Capture-DR and Shift-DR, Update-DR on a clock of its own)."""
+in Capture-DR and Shift-DR, Update-DR on a clock of its own); the bring-up kit answering
+over JTAG and its UART at once; and the ECP5 adapter under a model of JTAGG."""
 
 from __future__ import annotations
 
