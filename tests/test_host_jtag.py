@@ -138,6 +138,12 @@ def test_quartus_script_reads_writes_and_dumps_through_the_virtual_jtag(tmp_path
     lines = dict(line.split(None, 1) for line in out.splitlines())
     assert lines["magic"].split()[1] == str(MAGIC)
     assert {name.split(".")[0] for name in lines} >= {"magic", "link0", "link2"}
+    calls, _ = _run(tmp_path, script, _model(REGS, latency=200) + "source script.tcl\n",
+                    "n1", "read", "0x0002")
+    assert [" ".join(c[1].split()) for c in calls if c[0] == "ERROR"] == [
+        "optnet: no answer from node n1's register bridge (virtual JTAG instance 0) to a read "
+        "of 0x0002: is the node's bitstream loaded?"]
+    assert calls[-3:-1] == [["device_unlock"], ["close_device"]]    # unlocked all the same
     calls, _ = _run(tmp_path, script, _model(REGS) + "source script.tcl\n", "n9", "dump")
     assert [c[1].split(";")[0] for c in calls if c[0] == "ERROR"] == [
         "usage: quartus_stp -t optnet_quartus.tcl NODE (dump | read ADDR | write ADDR VALUE)"]

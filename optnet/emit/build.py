@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 from optnet import __version__
@@ -313,14 +313,14 @@ def host_files(routed: Routed, plans: Sequence[NodePlan]) -> dict[str, str]:
     for p in plans:
         board = boards[p.node]
         tap = family(board.family).jtag if p.bringup else None
-        node = _JtagNode(p.node, board.name, board.part, len(p.ports))
         ir = jtag_user1(board.family, board.part)
+        node = (p.node, board.name, board.part, len(p.ports))
         if tap == "virtual_jtag":
             # Quartus names a device by its die: the part number's first seven characters
             # (1SM21BHU2F53E1VG: 1SM21BH).
-            quartus.append(replace(node, device=board.part[:7].upper()))
+            quartus.append(_JtagNode(*node, device=board.part[:7].upper()))
         elif tap is not None and ir is not None:
-            openocd.append(replace(node, irlen=ir[0], user=_user_code(ir)))
+            openocd.append(_JtagNode(*node, irlen=ir[0], user=_user_code(ir)))
     jtag = dict(cluster=cluster.name, magic=MAGIC, data_bits=DATA_BITS, addr_bits=ADDR_BITS,
                 dr_bits=DR_BITS, instance=VIRTUAL_JTAG_INDEX,
                 registers=[(r.name, r.addr, _link_of(r.name)) for r in context["registers"]])

@@ -330,30 +330,26 @@ class BringUp(wiring.Component):
         m = Module()
         plan = self.plan
         m.submodules.registers = regs = RegisterFile(self.registers)
-        masters = []
+        uart = jtag = None
         if self.divisor is not None:
             m.submodules.uart = uart = UartBridge(self.divisor)
             m.d.comb += [uart.rx.eq(self.uart_rx), self.uart_tx.eq(uart.tx)]
-            masters.append(uart.bus)
         if self.tap is not None:
             tap = user_tap(m, self.tap)
             m.submodules.jtag = jtag = JtagBridge(tap.update_domain)
             m.d.comb += [jtag.capture.eq(tap.capture), jtag.shift.eq(tap.shift),
                          jtag.update.eq(tap.update), jtag.tdi.eq(tap.tdi), tap.tdo.eq(jtag.tdo)]
-            if masters:
-                m.d.comb += jtag.busy.eq(masters[0].r_en | masters[0].w_en)
-            masters.append(jtag.bus)
-        if not masters:
-            wiring.connect(m, wiring.flipped(self.bus), regs.bus)
-        elif len(masters) == 1:
-            wiring.connect(m, masters[0], regs.bus)
-        else:
+        if uart is not None and jtag is not None:
             # The UART's accesses win; the JTAG bridge waits for a cycle without one (busy).
-            first, second = masters
+            m.d.comb += jtag.busy.eq(uart.bus.r_en | uart.bus.w_en)
             for field in ("addr", "w_data", "w_en", "r_en"):
                 m.d.comb += getattr(regs.bus, field).eq(
-                    Mux(jtag.busy, getattr(first, field), getattr(second, field)))
-            m.d.comb += [first.r_data.eq(regs.bus.r_data), second.r_data.eq(regs.bus.r_data)]
+                    Mux(jtag.busy, getattr(uart.bus, field), getattr(jtag.bus, field)))
+            m.d.comb += [uart.bus.r_data.eq(regs.bus.r_data), jtag.bus.r_data.eq(regs.bus.r_data)]
+        elif uart is not None or jtag is not None:
+            wiring.connect(m, (uart or jtag).bus, regs.bus)
+        else:
+            wiring.connect(m, wiring.flipped(self.bus), regs.bus)
         links = len(plan.ports)
         m.d.comb += [regs.magic.eq(MAGIC), regs.version.eq(MAP_VERSION),
                      regs.node_id.eq(self.node_id), regs.endpoints.eq(len(plan.endpoints)),
