@@ -18,7 +18,14 @@ import networkx as nx
 
 from optnet.cluster import Cluster, Link
 from optnet.diagnostics import Diagnostic
-from optnet.model import DirectParams, direct_params, endpoint_credits, is_direct
+from optnet.model import (
+    DirectParams,
+    ModelParams,
+    direct_params,
+    endpoint_credits,
+    is_direct,
+    model_params,
+)
 from optnet.phys import PARALLEL_REACH, PHYS
 from optnet.spec.names import check_identifier
 from optnet.spec.source import Path, SourceMap
@@ -203,6 +210,8 @@ def _check_buffers(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
     direct = direct_params(cluster)
     if direct is not None:
         return _check_direct_buffers(cluster, direct, smap)
+    params = model_params(cluster)
+    depth = params.buffer_depth
     packet = net.max_packet.count * net.flit_width
     ports: dict[str, int] = defaultdict(int)
     for link in cluster.links:
@@ -219,13 +228,13 @@ def _check_buffers(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
     cascade = 0
     if cluster.desc.routing.broadcast == "cascade":
         ids = 1 << max(1, max(n.id for n in cluster.nodes).bit_length())
-        flits = min(net.max_packet.count, net.router.buffer.count + 1)
+        flits = min(net.max_packet.count, depth + 1)
         cascade = ids * flits * (net.flit_width + 2)
     diags = []
     reported: set[tuple] = set()
     for node in cluster.nodes:
         radix = ports[node.name] + 1
-        router = radix * net.vcs * net.router.buffer.count * net.flit_width
+        router = radix * net.vcs * depth * net.flit_width
         replay = ports[node.name] * net.reliability.window * packet \
             if net.reliability.retransmit != "none" else 0
         need = router + replay + endpoint_bits + cascade
@@ -241,12 +250,43 @@ def _check_buffers(cluster: Cluster, smap: SourceMap) -> list[Diagnostic]:
                 f"endpoints {_q(endpoint_bits, Dimension.SIZE)}{broadcast}), but board "
                 f"'{node.board.name}' has {_q(have, Dimension.SIZE)} of block RAM.",
                 smap.at(node.origin)))
-    if net.router.buffer.count < net.max_packet.count:
+    if depth < net.max_packet.count:
         diags.append(Diagnostic(
             "W102", f"A packet of up to {net.max_packet} does not fit an input buffer of "
             f"{net.router.buffer}, so a blocked packet holds links on several hops.",
             smap.at(("network", "router", "buffer")),
             hint="Make the router buffer at least max_packet deep."))
+    if net.router.buffer is not None:
+        diags += _check_credit_loops(cluster, params, smap)
+    return diags
+
+
+def _check_credit_loops(cluster: Cluster, params: ModelParams,
+                        smap: SourceMap) -> list[Diagnostic]:
+    """W107 per kind of link whose credit loop the file's router buffer does not cover."""
+    kinds: dict[tuple, list[Link]] = defaultdict(list)
+    for link in cluster.links:
+        kinds[(link.phy, link.lanes, link.line_rate.value, link.length)].append(link)
+    depth = params.buffer_depth
+    diags = []
+    for links in kinds.values():
+        link = links[0]
+        need = params.credit_depth(link)
+        if depth >= need:
+            continue
+        share = params.vc_share(link)
+        loop = params.credit_loop(link)
+        what = (f"{len(links)} links ({link.phy} x{link.lanes}, first {link})"
+                if len(links) > 1 else f"Link {link} ({link.phy} x{link.lanes})")
+        rate = _q(depth * params.flit_bits / loop, Dimension.RATE)
+        diags.append(Diagnostic(
+            "W107", f"{what}: a credit takes {float(loop) * 1e6:.2f} us to come back, the "
+            f"time of {need} flits at the link's rate, but the router buffer holds "
+            f"{depth} flits per VC, so one VC carries at most {rate} of flits "
+            f"({100 * float(share):.0f} % of the link).",
+            smap.at(("network", "router", "buffer")),
+            hint=f"Make the router buffer at least {need} flits, or leave it out: optnet "
+            f"then sizes it for every link ({1 << (need - 1).bit_length()} flits here)."))
     return diags
 
 

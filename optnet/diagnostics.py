@@ -136,6 +136,9 @@ CODES: dict[str, Code] = _codes(
                                        "generated hardware does not implement."),
     ("W106", "broadcast-not-built", "A direct cluster asks for router broadcast, which its "
                                     "direct switch does not have: broadcasts are unicasts."),
+    ("W107", "buffer-below-credit-loop", "A router buffer set in the file does not cover a "
+                                         "link's credit loop, so one VC cannot stream at "
+                                         "the link's rate."),
     ("W201", "multipath-ignored", "Multipath is set but only direct routing uses it."),
     ("W301", "gtp-dual-shared", "A Virtex-5 GTP_DUAL tile is shared with a multi-lane link "
                                 "core, which instantiates its tiles whole: the ISE project "

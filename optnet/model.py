@@ -33,6 +33,7 @@ its data words, and at most one a network cycle (the switch's rate).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,11 +46,33 @@ from optnet.frame import LinkFrame, link_frame
 from optnet.phys import PHYS
 from optnet.spec.models import EndpointDesc
 
-__all__ = ["ARG_BITS", "COMPONENTS", "DIRECT_HUB_CYCLES", "DIRECT_LENGTH_BITS",
-           "DIRECT_LINK_CYCLES", "DIRECT_SWITCH_CYCLES", "ENDPOINT_CREDIT_CYCLES",
-           "HUB_CYCLES", "LINK_LAYER_CYCLES", "MIN_TAG_BITS", "Breakdown", "CreditCheck",
-           "DirectParams", "LinkParams", "ModelParams", "arg_bits", "direct_params",
-           "endpoint_credits", "ends", "hop", "hop_times", "is_direct", "model_params"]
+__all__ = [
+    "ARG_BITS",
+    "COMPONENTS",
+    "CREDIT_CYCLES",
+    "DIRECT_HUB_CYCLES",
+    "DIRECT_LENGTH_BITS",
+    "DIRECT_LINK_CYCLES",
+    "DIRECT_SWITCH_CYCLES",
+    "ENDPOINT_CREDIT_CYCLES",
+    "HUB_CYCLES",
+    "LINK_LAYER_CYCLES",
+    "MIN_TAG_BITS",
+    "Breakdown",
+    "CreditCheck",
+    "DirectParams",
+    "LinkParams",
+    "ModelParams",
+    "arg_bits",
+    "direct_params",
+    "endpoint_credits",
+    "ends",
+    "hop",
+    "hop_times",
+    "is_direct",
+    "model_params",
+    "sized_buffer",
+]
 
 #: Network clock cycles a flit spends in the two link layers of a hop at zero load (the
 #: transmit pipeline, the clock crossings to and from the PHY domain, the frame check, the
@@ -99,6 +122,12 @@ ARG_BITS = 16
 MIN_TAG_BITS = 3
 
 _CRC_BITS = {"crc32": 32, "crc16": 16, "none": 0}
+
+#: Network clock cycles between a flit leaving a router's input buffer and its slot's
+#: credit reaching the link layer that reports it (the slot is freed a cycle after the
+#: flit's last read, :class:`optnet.hw.router.InputBuffer`), and between a credit counted
+#: by the receiving link layer and its pulse at the sending router.
+CREDIT_CYCLES = 2
 
 #: Replay-buffer entries beyond the round trip and three frames: the clock crossings and
 #: pipelines at both ends.
@@ -315,24 +344,58 @@ class ModelParams:
         and never less than a clock cycle (a link layer moves one unit per cycle)."""
         return max(Fraction(self.flit_bits) / self.link(link).payload_rate, 1 / self.clock)
 
+    def one_way(self, link: Link) -> Fraction:
+        """Seconds a unit spends between the two link layers of ``link``: the PHY pair and
+        the cable."""
+        lp = self.link(link)
+        return lp.latency + lp.length_m * self.cable_delay_per_m
+
     def replay_window(self, link: Link) -> int:
         """Flits the replay buffer of ``link`` must hold so that acknowledgements return
         before it fills at full rate: the round trip in units (PHY and cable both ways),
         three frames (the receiver holds one until the next header checks it, the far end
         may be sending one before its header can carry the acknowledgement, and one is
         being read out) and the pipelines' slack; at least ``window``."""
-        lp = self.link(link)
-        one_way = lp.latency + lp.length_m * self.cable_delay_per_m
-        round_trip = math.ceil(2 * one_way / self.unit_time(link))
+        round_trip = math.ceil(2 * self.one_way(link) / self.unit_time(link))
         probe = link_frame(self.flit_bits, self.vcs, self.buffer_depth, self.window,
                            self.crc_bits).frame
         full = probe.max_flits + probe.header_units
         return max(self.window, round_trip + 3 * full + _WINDOW_SLACK)
 
+    def credit_loop(self, link: Link) -> Fraction:
+        """Seconds from a router spending a credit on its output to ``link`` until that
+        credit is back, with both directions of the link streaming full frames (the
+        longest the hardware takes; docs/hardware.md, "Link-level credit").
+
+        The flit goes through the sending link layer, the PHY pair and the cable, and
+        waits in the receiver until the next header checks its frame: at most a full frame
+        and that header (``B + h`` units, the frame's first flit). The next router takes it
+        on (its pipeline) and frees its slot a cycle after it leaves
+        (:data:`CREDIT_CYCLES`); the count of freed slots rides the next header the
+        receiving end sends, which waits for the frame it is sending to end (``B + h``
+        units) and then takes its own ``h``; it goes back through both link layers, the PHY
+        pair and the cable, and the far link layer hands the credit to its router.
+        """
+        frame = self.link_frame(link).frame
+        units = 2 * frame.max_flits + 3 * frame.header_units
+        cycles = 2 * self.link_layer_cycles + self.router_cycles + CREDIT_CYCLES
+        return 2 * self.one_way(link) + self.cycles(cycles) + units * self.unit_time(link)
+
+    def credit_depth(self, link: Link) -> int:
+        """Flits a VC's input buffer behind ``link`` must hold so that the VC alone can
+        stream at the link's rate: those the link carries during one credit loop
+        (:meth:`credit_loop`)."""
+        return math.ceil(self.credit_loop(link) / self.flit_time(link))
+
+    def vc_share(self, link: Link, depth: int | None = None) -> Fraction:
+        """Share of ``link``'s flit rate one VC reaches with ``depth`` flits of buffer
+        (default :attr:`buffer_depth`): a buffer's worth per credit loop, at most all."""
+        depth = self.buffer_depth if depth is None else depth
+        return min(Fraction(1), Fraction(depth, self.credit_depth(link)))
+
     def link_frame(self, link: Link) -> LinkFrame:
         """The frame and replay buffer of ``link``'s link layers, as the plan sizes them."""
-        key = (link.phy, link.lanes, link.line_rate.value,
-               link.length.value if link.length is not None else None)
+        key = _link_kind(link)
         if key not in self._frames:
             self._frames[key] = link_frame(self.flit_bits, self.vcs, self.buffer_depth,
                                            self.replay_window(link), self.crc_bits)
@@ -410,11 +473,12 @@ def model_params(cluster: Cluster) -> ModelParams:
         user = given.user_rate.value if given and given.user_rate else None
         hop_ = given.hop.value if given and given.hop else None
         phys[name] = (latency, user, hop_)
+    given = net.router.buffer
     if direct is None:
         cycles = (net.router.pipeline + block, LINK_LAYER_CYCLES, HUB_CYCLES)
     else:
         cycles = (DIRECT_SWITCH_CYCLES, DIRECT_LINK_CYCLES, DIRECT_HUB_CYCLES)
-    return ModelParams(
+    params = ModelParams(
         clock=net.clock.value,
         router_cycles=model.router_cycles or cycles[0],
         link_layer_cycles=(model.link_layer_cycles if model.link_layer_cycles is not None
@@ -424,7 +488,7 @@ def model_params(cluster: Cluster) -> ModelParams:
         flit_bits=net.flit_width if direct is None else direct.width,
         header_bits=header,
         vcs=net.vcs,
-        buffer_depth=int(net.router.buffer.value),
+        buffer_depth=int((given or net.max_packet).value),
         window=net.reliability.window,
         crc_bits=_CRC_BITS[net.reliability.crc],
         packet_flits=int(net.max_packet.value),
@@ -435,6 +499,38 @@ def model_params(cluster: Cluster) -> ModelParams:
         phy_bits=phy_bits,
         node_rate=None if direct is None else direct.width * net.clock.value,
     )
+    if given is not None or direct is not None or not cluster.links:
+        return params
+    # The frame's credit counters widen with the buffer, which can lengthen the header and
+    # so the loop: size again until the depth holds (twice at most in practice).
+    for _ in range(4):
+        depth = max(params.buffer_depth, sized_buffer(params, cluster.links))
+        if depth == params.buffer_depth:
+            break
+        params = dataclasses.replace(params, buffer_depth=depth)
+    return params
+
+
+def sized_buffer(params: ModelParams, links: Iterable[Link]) -> int:
+    """The router input buffer per VC that optnet gives a network whose file sets none: the
+    deepest :meth:`ModelParams.credit_depth` of ``links``, and at least a packet
+    (:attr:`ModelParams.packet_flits`), rounded up to a power of two (block RAM comes in
+    power-of-two depths, and the buffers' queue pointers step through such depths as
+    shift registers). Every VC of every link can then stream at its link's rate."""
+    need = params.packet_flits
+    seen = set()
+    for link in links:
+        key = _link_kind(link)
+        if key not in seen:
+            seen.add(key)
+            need = max(need, params.credit_depth(link))
+    return 1 << (need - 1).bit_length()
+
+
+def _link_kind(link: Link) -> tuple:
+    # What the models' figures of a link depend on: thousands of links, a handful of kinds.
+    return (link.phy, link.lanes, link.line_rate.value,
+            link.length.value if link.length is not None else None)
 
 
 @dataclass(frozen=True)
@@ -494,8 +590,7 @@ def hop_times(params: ModelParams, links: Iterable[Link]) -> dict[int, tuple[Fra
     known: dict[tuple, tuple[Fraction, Fraction]] = {}
     out = {}
     for link in links:
-        key = (link.phy, link.lanes, link.line_rate.value,
-               link.length.value if link.length is not None else None)
+        key = _link_kind(link)
         if key not in known:
             known[key] = (hop(params, link).total, params.flit_time(link))
         out[link.index] = known[key]

@@ -530,3 +530,53 @@ def test_a_large_credit_widens_the_header_argument(tmp_path):
     node = plan(result.routed, tables=False, one_per_role=True)[0]
     assert node.fmt.arg_bits == 18
     assert node.fmt.header_bits == model_params(result.cluster).header_bits
+
+
+def test_bluedbm_credit_loop_sizes_the_router_buffer():
+    # BlueDBM's links: 372 ns of PHY pair and cable each way, both link layers (12 cycles)
+    # and the router (3) and the credit's 2 cycles at 6.4 ns, and 2 x 64 + 3 x 2 units of
+    # frames at 6.6 ns (128 bits at 20 Gb/s x 64/66): 264 flits of 6.8 ns, so 512 per VC
+    routed = linted_example("bluedbm_20").routed
+    params = model_params(routed.cluster)
+    link = routed.cluster.links[0]
+    unit = Fraction(128) / (20 * GBPS * Fraction(64, 66))
+    assert params.unit_time(link) == unit
+    loop = 2 * params.one_way(link) + 29 * Fraction(64, 10) * NS + 134 * unit
+    assert params.credit_loop(link) == loop
+    assert params.credit_depth(link) == 264
+    assert params.buffer_depth == 512
+    assert params.vc_share(link) == 1
+    assert params.vc_share(link, 16) == Fraction(16, 264)
+
+
+def test_a_buffer_set_in_the_file_is_kept(tmp_path):
+    # the file's buffer wins, however short of the loop; the plan builds what the model says
+    from optnet.plan import plan
+
+    text = (ROOT / "examples" / "bluedbm_20.yaml").read_text().replace(
+        "preset: bluedbm_torus4x5", "preset: bluedbm_torus4x5\nnetwork: {router: {buffer: "
+        "64 flits}}")
+    path = tmp_path / "short.yaml"
+    path.write_text(text)
+    result = lint_file(path)
+    assert [d.code for d in result.diagnostics if d.code == "W107"] == ["W107"]
+    params = model_params(result.routed.cluster)
+    assert params.buffer_depth == 64
+    assert params.vc_share(result.routed.cluster.links[0]) == Fraction(64, 264)
+    node = plan(result.routed, one_per_role=True)[0]
+    assert node.router.depth == 64
+    assert {p.link.depth for p in node.ports} == {64}
+
+
+@pytest.mark.parametrize(("example", "depth"), [
+    ("bluedbm_20", 512), ("cuscomnet_torus16", 256), ("ulx3s_ring4", 256),
+    ("plasticnet_ring4", 256), ("bee3_one_x8", 512)])
+def test_every_example_covers_its_credit_loops(example, depth):
+    # sized or set, every VC of every link can stream at its link's rate
+    from optnet.plan import plan
+
+    routed = linted_example(example).routed
+    params = model_params(routed.cluster)
+    assert params.buffer_depth == depth
+    assert all(params.vc_share(link) == 1 for link in routed.cluster.links)
+    assert plan(routed, one_per_role=True)[0].router.depth == depth

@@ -225,10 +225,11 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False,
     if problems:
         raise PlanError(*problems)
     max_packet = int(net.max_packet.value)
-    depth = int(net.router.buffer.value)
-    waits = Waits.of(net, len(eps))
-    # Each link's replay window covers its round trip, by the report's model.
+    # Each link's replay window covers its round trip, and the routers' buffers its credit
+    # loop, by the report's model.
     params = model_params(cluster)
+    depth = params.buffer_depth
+    waits = Waits.of(net, len(eps), depth)
     plans = []
     configs: dict[tuple[int, int, int], LinkConfig] = {}
     roles: set[tuple] = set()

@@ -8,6 +8,7 @@ import numpy as np
 
 from optnet.cluster import Cluster
 from optnet.diagnostics import Diagnostic
+from optnet.model import model_params
 from optnet.routing.algorithms import ALGORITHMS, NotApplicable, Routing, pick_auto
 from optnet.routing.arrays import chunks
 from optnet.routing.broadcast import Broadcast, plan_broadcast
@@ -96,7 +97,8 @@ def route(cluster: Cluster, smap: SourceMap) -> tuple[Routed | None, list[Diagno
             smap.at(("routing", "multipath"), key=True)))
     broadcast = plan_broadcast(net, routing, mode)
     vcs = cluster.desc.network.vcs
-    waits = Waits.of(cluster.desc.network, max(len(cluster.desc.endpoints), 1))
+    waits = Waits.of(cluster.desc.network, max(len(cluster.desc.endpoints), 1),
+                     model_params(cluster).buffer_depth)
     proof = prove(net, routing, broadcast, vcs, waits)
     if not proof.ok:
         diags.append(_deadlock(cluster, net, routing, proof, vcs, smap))

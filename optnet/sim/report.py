@@ -14,8 +14,10 @@ Predictions (:func:`predictions`):
   carries at most one flit per :meth:`optnet.model.ModelParams.flit_time`, a packet of ``B``
   beats is ``B + 1`` flits with its header (on a direct cluster a message of ``B`` beats
   takes ``B + 1`` cycles of its switch, its EAGER word's and a word a beat), and a node's
-  router takes and gives at most one flit a cycle at its local port. Endpoint credit, the
-  link layers' replay windows and the routers' credit loops are not modelled. It is
+  router takes and gives at most one flit a cycle at its local port; and a VC carries at
+  most a buffer's worth of flits per credit loop of its link
+  (:meth:`optnet.model.ModelParams.vc_share`). Endpoint credit and the link layers' replay
+  windows are not modelled. It is
   compared with the accepted throughput, which at an offered load above saturation is the
   network's saturation throughput.
 """
@@ -86,9 +88,14 @@ def predictions(routed: Routed, setup: SimSetup, traffic: Traffic,
     flits_per_beat = (beats + 1) / beats
     eps = len(setup.plans[0].endpoints)
     load: dict[int, float] = defaultdict(float)
+    vc_load: dict[tuple[int, int], float] = defaultdict(float)
+    routing, top = routed.routing, routed.proof.vcs - 1
     for (s, d), w in weights.items():
-        for channel in routed.routing.path(net, s, d):
-            load[channel] += w * eps * flits_per_beat
+        for channel in routing.path(net, s, d):
+            flits = w * eps * flits_per_beat
+            load[channel] += flits
+            # the VC of the hop: its class, folded onto the highest VC as the tables fold it
+            vc_load[channel, min(routing.vclass[d][net.src[channel]], top)] += flits
     limits = [(1.0, "the endpoints (a beat a cycle)")]
     # a node's local port (a direct node's switch): every endpoint's flits in, the same out
     inject = max(sum(w for (s, _), w in weights.items() if s == i) for i in range(n))
@@ -101,6 +108,16 @@ def predictions(routed: Routed, setup: SimSetup, traffic: Traffic,
         per_cycle = min(1.0, float(1 / (params.flit_time(link) * params.clock)))
         limits.append((per_cycle / flits, f"link {link.a.node}-{link.b.node} "
                                           f"({per_cycle:.3g} flits a cycle)"))
+    if not direct:
+        # A VC sends at most a buffer's worth per credit loop of its link.
+        for (channel, vc), flits in vc_load.items():
+            link = net.link(channel)
+            share = params.vc_share(link)
+            if share < 1:
+                per_cycle = float(share / (params.flit_time(link) * params.clock))
+                limits.append((per_cycle / flits, f"VC {vc} of link {link.a.node}-"
+                               f"{link.b.node} (its credit loop: {per_cycle:.3g} flits a "
+                               f"cycle)"))
     saturation, bottleneck = min(limits, key=lambda x: x[0])
     return Prediction(zero, saturation, bottleneck)
 

@@ -211,8 +211,10 @@ class RouterDesc(_Model):
     """Router micro-architecture."""
 
     noun: ClassVar[str] = "the router settings"
-    buffer: Flits = q("16 flits", Dimension.FLITS)
-    """Input buffer depth per port and virtual channel."""
+    buffer: Flits | None = None
+    """Input buffer depth per port and virtual channel. By default optnet sizes it so that
+    every VC of every link can stream at the link's rate over the link's credit loop
+    (docs/hardware.md, "Link-level credit"); a smaller one is allowed, with warning W107."""
     allocator: Literal["round_robin", "islip"] = "round_robin"
     """Switch allocator: separable round robin, or iSLIP."""
     pipeline: int = Field(3, ge=1, le=8)
