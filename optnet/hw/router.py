@@ -125,6 +125,14 @@ from optnet.plan.configs import FlitFormat, RouterConfig, table_layout
 
 __all__ = ["InputBuffer", "Router", "mask_bits", "route_table"]
 
+#: Depth per VC above which :class:`InputBuffer` keeps its queues' control fields in block RAM
+#: read synchronously (deep mode). The LUT RAM primitives are 32 (Xilinx RAM32M, ECP5 and
+#: Intel's are 16 or 32) or 64 words deep (RAM64M, one LUT per word and three bits): beyond
+#: 64 a deeper asynchronous read is built from several primitives and a multiplexer of their
+#: outputs, 50 to 110 LUTs per VC at 256 to 512 words, where the block RAM read costs a LUT
+#: and two flip-flops per bit whatever the depth.
+LUT_RAM_DEPTH = 64
+
 
 class Router(wiring.Component):
     """A ``P x V`` router (see the module docstring for the pipeline and protocol).
@@ -1012,23 +1020,30 @@ class InputBuffer(wiring.Component):
             return Cat(_balanced(operator.xor, [ptr[t] for t in taps]) ^ ~low.any(), low)
 
         waddr = []
+        deep = D > LUT_RAM_DEPTH
         for v in range(V):
-            m.submodules[f"ctrl{v}"] = cmem = memory.Memory(shape=kept, depth=D, init=[])
-            cw, cr = cmem.write_port(), cmem.read_port(domain="comb")
+            m.submodules[f"ctrl{v}"] = cmem = memory.Memory(
+                shape=kept, depth=D, init=[], attrs={"ram_style": "block"} if deep else None)
+            cw = cmem.write_port()
             wptr, rptr = Signal(range(D), name=f"wptr{v}"), Signal(range(D), name=f"rptr{v}")
             # rnext, the slot after rptr (1 after 0 in either order), kept rather than
             # computed: the emptiness test after a pop
             rnext = Signal(range(D), init=1 % D, name=f"rnext{v}")
             push = self.w_en & (self.w_flit.vc == v)
             pop, front, more = self.pop[v], self.front[v], self.more[v]
-            # The front's control fields are read from the LUT RAM at rptr as they are
-            # needed: a register copy of them, loaded from the memory or from the write side,
-            # costs a LUT per bit for its multiplexer.
-            m.d.comb += [cw.addr.eq(wptr), cw.en.eq(push), cr.addr.eq(rptr)]
+            m.d.comb += [cw.addr.eq(wptr), cw.en.eq(push)]
             m.d.comb += [cw.data[name].eq(self.w_ctrl[name]) for name, _ in kept]
-            m.d.comb += [front[name].eq(cr.data[name]) for name, _ in kept]
-            m.d.comb += [front[name].eq(derive(cr.data))
-                         for name, derive in self.derived.items()]
+            if deep:
+                word = self._deep_front(m, v, cmem, kept, push, pop, rnext)
+            else:
+                # The front's control fields are read from the LUT RAM at rptr as they are
+                # needed: a register copy of them, loaded from the memory or from the write
+                # side, costs a LUT per bit for its multiplexer.
+                cr = cmem.read_port(domain="comb")
+                m.d.comb += cr.addr.eq(rptr)
+                word = cr.data
+            m.d.comb += [front[name].eq(word[name]) for name, _ in kept]
+            m.d.comb += [front[name].eq(derive(word)) for name, derive in self.derived.items()]
             waddr.append((self.w_flit.vc == v, v * D + wptr))
             with m.If(push):
                 m.d.sync += wptr.eq(wrap(wptr))
@@ -1052,6 +1067,35 @@ class InputBuffer(wiring.Component):
         m.d.comb += [waddr_low.eq(_one_hot_or(waddr)), wport.addr.eq(Cat(waddr_low, top)),
                      raddr_low.eq(_one_hot_or(raddr)), rport.addr.eq(Cat(raddr_low, top))]
         return m
+
+    def _deep_front(self, m, v, cmem, kept, push, pop, rnext):
+        """The control word of VC ``v``'s front, from block RAM ``cmem`` (deep mode).
+
+        Returns a ``kept`` view that is, in every cycle in which the queue is not empty, the
+        word of its front, as an asynchronous read at the read pointer would give it.
+
+        The memory's read port is synchronous and reads the slot after the front (``rnext``)
+        on a pop only, so that its output is the new front's word from the next cycle and
+        holds it until the next pop: no address multiplexer (a LUT per address bit) and no
+        transparency, whose emulation (the port has none to the other port on Xilinx block
+        RAM) costs a comparator of the addresses, a register of the word and a multiplexer.
+        The one word the read cannot give is one written while it becomes the front (into an
+        empty queue, or as the only entry left by a pop): that word is caught in ``hold``,
+        shown while ``bypass`` is set, until the next pop.
+        """
+        cr = cmem.read_port(domain="sync")
+        m.d.comb += [cr.addr.eq(rnext), cr.en.eq(pop)]
+        hold = Signal(kept, name=f"hold{v}")
+        bypass = Signal(name=f"bypass{v}")
+        # the word written now is the front next cycle: the queue is empty after this
+        # cycle's pop (a full queue takes no write)
+        catch = push & Mux(pop, ~self.more[v], ~self.valid[v])
+        with m.If(catch):
+            m.d.sync += [hold[name].eq(self.w_ctrl[name]) for name, _ in kept]
+            m.d.sync += bypass.eq(1)
+        with m.Elif(pop):
+            m.d.sync += bypass.eq(0)
+        return kept(Mux(bypass, hold.as_value(), cr.data.as_value()))
 
 
 def _de_bruijn_taps(bits: int) -> tuple[int, ...]:
