@@ -42,7 +42,8 @@ def test_input_buffer_matches_queues(depth, local, sync_read):
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     checked = {"fronts": 0, "reads": 0, "local": 0}
-    # where the front is not simply the entry behind the last one (counted as they happen)
+    # cycles that test more than the entry behind a popped front: a write that is the front
+    # next cycle, a pop that empties a queue, a full queue
     corners = {"into empty": 0, "pop and push the last": 0, "pop the last": 0, "full": 0}
     # A deep queue would neither fill nor empty again with writes at a constant rate: they
     # come in phases, each long enough to fill or drain every queue: mostly writes, then
@@ -138,9 +139,13 @@ def test_input_buffer_matches_queues(depth, local, sync_read):
     assert min(corners.values()) > (20 if deep else 0), corners
 
 
+@pytest.mark.parametrize("depth", [4, LUT_RAM_DEPTH, LUT_RAM_DEPTH + 1])
 @pytest.mark.parametrize("block", [False, True])
-def test_block_buffers_ask_for_block_ram(block):
+def test_block_buffers_ask_for_block_ram(block, depth):
     """``block`` only marks the flit storage for block RAM; the control memories stay LUT
-    RAM (their reads are asynchronous)."""
-    text = to_verilog(InputBuffer(FMT.flit, CTRL, FMT.vcs, 4, block=block), "buf")
-    assert text.count('ram_style = "block"') == int(block)
+    RAM (their reads are asynchronous) up to ``LUT_RAM_DEPTH`` and are block RAM, read
+    synchronously, beyond it."""
+    text = to_verilog(InputBuffer(FMT.flit, CTRL, FMT.vcs, depth, derived=DERIVED,
+                                  block=block), "buf")
+    deep = depth > LUT_RAM_DEPTH
+    assert text.count('ram_style = "block"') == int(block) + deep * FMT.vcs
