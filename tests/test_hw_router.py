@@ -9,7 +9,7 @@ import pytest
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
-from optnet.hw.router import Router, route_table
+from optnet.hw.router import LUT_RAM_DEPTH, Router, route_table
 from optnet.plan.configs import FlitFormat, RouterConfig, table_layout
 
 FMT = FlitFormat(width=32, vcs=2, id_bits=3)
@@ -54,12 +54,12 @@ def _packets(rng, count, src_port):
 
 def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20000,
                block_tables=False, multicast=True, block_buffers=False, ports=PORTS,
-               table=None, send_p=0.8):
+               table=None, send_p=0.8, depth=DEPTH):
     uni, multi, ref = table or _table(seed, ports)
     if not multicast:
         # (an empty multicast table: every broadcast packet is dropped)
         multi, ref["multi"] = (), {}
-    config = RouterConfig(FMT, ports, DEPTH, (DEPTH,) * ports, uni, multi, allocator=allocator,
+    config = RouterConfig(FMT, ports, depth, (depth,) * ports, uni, multi, allocator=allocator,
                           block_tables=block_tables, node_id=5, block_buffers=block_buffers)
     dut = Router(config)
     rng = random.Random(seed)
@@ -69,13 +69,13 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     local = []   # every flit of the local port, whatever its VC
-    result = {"local": local}
+    result = {"local": local, "depth": depth}
 
     async def bench(ctx):
         queues = {p: deque((vc, w, i == len(words) - 1, i == 0)
                            for vc, _, _, words in traffic[p] for i, w in enumerate(words))
                   for p in range(ports)}
-        credits = {(p, v): DEPTH for p in range(ports) for v in range(2)}
+        credits = {(p, v): depth for p in range(ports) for v in range(2)}
         # credits the harness (as downstream) owes back: (due cycle, port, vc)
         owed = deque()
         held = defaultdict(int)     # (port, vc) -> flits received, credit not yet returned
@@ -112,10 +112,10 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
                 if ctx.get(out.valid) and ctx.get(out.ready):
                     flit = ctx.get(out.payload)
                     received[q, flit.vc].append((flit.data, flit.head, flit.tail))
-                    # the harness, as the receiver, has room for DEPTH flits per VC: a flit
-                    # beyond them was sent without a credit
+                    # the harness, as the receiver, has room for ``depth`` flits per VC: a
+                    # flit beyond them was sent without a credit
                     held[q, flit.vc] += 1
-                    assert held[q, flit.vc] <= DEPTH, f"output {q} VC {flit.vc}: no credit"
+                    assert held[q, flit.vc] <= depth, f"output {q} VC {flit.vc}: no credit"
                     if q == 0:
                         local.append((flit.data, flit.head, flit.tail))
                     owed.append((cycle + credit_delay, q, flit.vc))
@@ -125,7 +125,7 @@ def run_router(allocator, seed, count=60, ready_p=0.7, credit_delay=3, cycles=20
             await ctx.tick()
             if not any(queues.values()) and not owed and cycle % 50 == 0:
                 idle = all(not ctx.get(dut.out[q].valid) for q in range(ports))
-                if idle and all(credits[k] == DEPTH for k in credits):
+                if idle and all(credits[k] == depth for k in credits):
                     break
         result["dropped"] = ctx.get(dut.dropped)
         if block_tables:
@@ -204,8 +204,22 @@ def _check_against_reference(ports, traffic, ref, received, result):
     # the local port delivers whole packets even across VCs (endpoints have no VC state)
     assert len(_packets_of(result["local"])) == sum(len(got.get((0, v), [])) for v in range(2))
     assert result["dropped"] == drops
-    assert all(c == DEPTH for c in result["credits"].values()), "credits not all returned"
+    assert all(c == result["depth"] for c in result["credits"].values()), \
+        "credits not all returned"
     assert result.get("node_id", 5) == 5
+
+
+@pytest.mark.parametrize("block_buffers", [False, True])
+def test_deep_buffers_match_reference(block_buffers):
+    """Buffers deeper than ``LUT_RAM_DEPTH``, whose fronts come from block RAM, under heavy
+    back-pressure (queues of tens of flits) and without (fronts written into empty queues):
+    the same packets as the reference's (with block buffers and five ports, the local
+    output's zeroed copies as well)."""
+    ports = 5 if block_buffers else PORTS
+    for ready_p, send_p in ((0.25, 1.0), (1.0, 0.5)):
+        _check_against_reference(ports, *run_router(
+            "round_robin", 12, count=80, ready_p=ready_p, send_p=send_p,
+            block_buffers=block_buffers, ports=ports, depth=2 * LUT_RAM_DEPTH))
 
 
 def _hotspot_table(ports=PORTS):
@@ -512,15 +526,17 @@ def test_a_multicast_head_that_waits_does_not_keep_another_waiting(levels, low_o
     assert seen[3] == [(8 + 3, unicast), (seen[2][3][0], high)]
 
 
-@pytest.mark.parametrize(("block_tables", "block_buffers", "hop"),
-                         [(False, False, 3), (True, False, 4), (False, True, 3)])
-def test_zero_load_latency(block_tables, block_buffers, hop):
+@pytest.mark.parametrize(("block_tables", "block_buffers", "hop", "depth"),
+                         [(False, False, 3, DEPTH), (True, False, 4, DEPTH),
+                          (False, True, 3, DEPTH), (False, True, 3, 2 * LUT_RAM_DEPTH)])
+def test_zero_load_latency(block_tables, block_buffers, hop, depth):
     """Three cycles per hop from the cycle a head is on the input to the cycle it is on the
     output, four with the tables in block RAM (a synchronous read); the flits behind it
     one a cycle. The same with the flits read from block RAM (synchronously, into the
-    input's read register, which the output shows)."""
+    input's read register, which the output shows), and with buffers deep enough that the
+    fronts' control fields are read from block RAM as well."""
     uni = tuple((1 << 3 | 1 << 2 | 2) if d == 2 else 0 for d in range(8))
-    dut = Router(RouterConfig(FMT, PORTS, DEPTH, (DEPTH,) * PORTS, uni, (0,) * 8,
+    dut = Router(RouterConfig(FMT, PORTS, depth, (depth,) * PORTS, uni, (0,) * 8,
                               block_tables=block_tables, block_buffers=block_buffers))
     sim = Simulator(dut)
     sim.add_clock(1e-8)

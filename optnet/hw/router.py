@@ -125,6 +125,15 @@ from optnet.plan.configs import FlitFormat, RouterConfig, table_layout
 
 __all__ = ["InputBuffer", "Router", "mask_bits", "route_table"]
 
+#: Depth per VC above which :class:`InputBuffer` keeps its queues' control fields in block
+#: RAM read synchronously (its deep mode). LUT RAM primitives are 32 or 64 words deep (Xilinx
+#: RAM32M and RAM64M; ECP5's are 16, Intel's MLABs 32 or 64): a deeper asynchronous read
+#: takes several of them per bit and a multiplexer of their outputs, where block RAM costs
+#: a LUT and a flip-flop per bit whatever the depth. On xc7 the BlueDBM router's input
+#: buffer (two VCs of 7 control bits) takes 158 LUTs at 256 words per VC and 297 at 512 with
+#: LUT RAM, 64 and 65 with block RAM.
+LUT_RAM_DEPTH = 64
+
 
 class Router(wiring.Component):
     """A ``P x V`` router (see the module docstring for the pipeline and protocol).
@@ -874,7 +883,10 @@ class InputBuffer(wiring.Component):
     Each queue is first-word-fall-through: its front's control fields (the router's: tail,
     several branches, priority, route) are read asynchronously from a small LUT RAM per VC
     at the read pointer, so they appear the cycle after the write, as a register copy
-    would, without that copy's load multiplexer (a LUT per bit). Flit data sits in one memory of
+    would, without that copy's load multiplexer (a LUT per bit). Deeper than
+    :data:`LUT_RAM_DEPTH` (deep mode), where that read takes several LUT RAM primitives per
+    bit, they are kept in block RAM read synchronously, with the same fronts in the same
+    cycles (:meth:`_deep_front`). Flit data sits in one memory of
     ``vcs * depth`` words per input. With ``sync_read`` its read port is synchronous:
     :attr:`read` reads a VC's front, which appears on :attr:`data` from the next cycle until
     the next :attr:`read`, so the router needs no latch or VC multiplexer per input besides
@@ -889,7 +901,9 @@ class InputBuffer(wiring.Component):
     Parameters
     ----------
     flit, ctrl : data.Layout
-    vcs, depth : int
+    vcs : int
+    depth : int
+        Slots per VC; above :data:`LUT_RAM_DEPTH` the control fields are in block RAM.
     block : bool, optional
         Flit storage in block RAM (see :attr:`~optnet.plan.configs.RouterConfig.block_buffers`).
     local : bool, optional
@@ -1012,23 +1026,30 @@ class InputBuffer(wiring.Component):
             return Cat(_balanced(operator.xor, [ptr[t] for t in taps]) ^ ~low.any(), low)
 
         waddr = []
+        deep = D > LUT_RAM_DEPTH
         for v in range(V):
-            m.submodules[f"ctrl{v}"] = cmem = memory.Memory(shape=kept, depth=D, init=[])
-            cw, cr = cmem.write_port(), cmem.read_port(domain="comb")
+            m.submodules[f"ctrl{v}"] = cmem = memory.Memory(
+                shape=kept, depth=D, init=[], attrs={"ram_style": "block"} if deep else None)
+            cw = cmem.write_port()
             wptr, rptr = Signal(range(D), name=f"wptr{v}"), Signal(range(D), name=f"rptr{v}")
             # rnext, the slot after rptr (1 after 0 in either order), kept rather than
             # computed: the emptiness test after a pop
             rnext = Signal(range(D), init=1 % D, name=f"rnext{v}")
             push = self.w_en & (self.w_flit.vc == v)
             pop, front, more = self.pop[v], self.front[v], self.more[v]
-            # The front's control fields are read from the LUT RAM at rptr as they are
-            # needed: a register copy of them, loaded from the memory or from the write side,
-            # costs a LUT per bit for its multiplexer.
-            m.d.comb += [cw.addr.eq(wptr), cw.en.eq(push), cr.addr.eq(rptr)]
+            m.d.comb += [cw.addr.eq(wptr), cw.en.eq(push)]
             m.d.comb += [cw.data[name].eq(self.w_ctrl[name]) for name, _ in kept]
-            m.d.comb += [front[name].eq(cr.data[name]) for name, _ in kept]
-            m.d.comb += [front[name].eq(derive(cr.data))
-                         for name, derive in self.derived.items()]
+            if deep:
+                word = self._deep_front(m, v, cmem, kept, push, pop, rnext)
+            else:
+                # The front's control fields are read from the LUT RAM at rptr as they are
+                # needed: a register copy of them, loaded from the memory or from the write
+                # side, costs a LUT per bit for its multiplexer.
+                cr = cmem.read_port(domain="comb")
+                m.d.comb += cr.addr.eq(rptr)
+                word = cr.data
+            m.d.comb += [front[name].eq(word[name]) for name, _ in kept]
+            m.d.comb += [front[name].eq(derive(word)) for name, derive in self.derived.items()]
             waddr.append((self.w_flit.vc == v, v * D + wptr))
             with m.If(push):
                 m.d.sync += wptr.eq(wrap(wptr))
@@ -1052,6 +1073,46 @@ class InputBuffer(wiring.Component):
         m.d.comb += [waddr_low.eq(_one_hot_or(waddr)), wport.addr.eq(Cat(waddr_low, top)),
                      raddr_low.eq(_one_hot_or(raddr)), rport.addr.eq(Cat(raddr_low, top))]
         return m
+
+    def _deep_front(self, m, v, cmem, kept, push, pop, rnext):
+        """The control word of VC ``v``'s front, kept in block RAM ``cmem`` (deep mode).
+
+        Returns
+        -------
+        data.View
+            A ``kept`` word that, in every cycle in which the queue is not empty, is the
+            front's, as an asynchronous read at the read pointer would give it: the entry
+            written into an empty queue from the next cycle, after a pop the entry behind,
+            or the one written beside the pop of the last.
+
+        Notes
+        -----
+        The read port is synchronous and reads the slot behind the front (``rnext``) on a
+        pop only: its output is the new front's word from the next cycle and holds it until
+        the next pop. So its address needs no multiplexer between ``rptr`` and ``rnext`` (a
+        LUT per address bit), and the port no transparency to the write port (which Xilinx
+        block RAM does not have between its ports: synthesis emulates it with a comparator
+        of the addresses, a register of the written word and a multiplexer). The one word
+        the read cannot give is one that becomes the front as it is written: it is caught
+        in ``hold`` and shown while ``bypass`` is set, until the next pop. A read of the
+        slot written in the same cycle (the last entry popped beside that write) may give
+        anything the memory gives on such a collision: ``bypass`` hides it. (The port is
+        not marked so, which Amaranth cannot: where the block RAM does not give the old
+        word either, as ECP5's, synthesis emulates that, about 20 LUTs per VC.)
+        """
+        cr = cmem.read_port(domain="sync")
+        m.d.comb += [cr.addr.eq(rnext), cr.en.eq(pop)]
+        hold = Signal(kept, name=f"hold{v}")
+        bypass = Signal(name=f"bypass{v}")
+        # The word written now is the front next cycle when the queue is empty after this
+        # cycle's pop; a full queue takes a write only beside a pop, into the slot freed.
+        catch = push & Mux(pop, ~self.more[v], ~self.valid[v])
+        with m.If(catch):
+            m.d.sync += [hold[name].eq(self.w_ctrl[name]) for name, _ in kept]
+            m.d.sync += bypass.eq(1)
+        with m.Elif(pop):
+            m.d.sync += bypass.eq(0)
+        return kept(Mux(bypass, hold.as_value(), cr.data.as_value()))
 
 
 def _de_bruijn_taps(bits: int) -> tuple[int, ...]:
