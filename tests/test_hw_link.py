@@ -341,3 +341,70 @@ def test_a_reset_end_rejoins_a_streaming_neighbour(at):
     window = 4 * (cfg.frame.max_flits + cfg.frame.header_units)
     t = _time_to_rejoin(cfg, at, limit=2 * window)
     assert t is not None, f"not up again {2 * window} cycles after the reset"
+
+
+@pytest.mark.parametrize("reverse", [
+    pytest.param(False, marks=pytest.mark.slow), True])
+def test_credit_loop_is_within_the_models_bound(reverse):
+    # Both ends send one-flit packets on alternate VCs at 60 % of the network clock (below
+    # the link's 64 of 72 units, so no queue grows in the sending link layer); the far router
+    # frees each flit as it arrives. From a flit taken at A to its credit's pulse back at A,
+    # every loop must fit the model's (optnet.model.ModelParams.credit_loop, without a
+    # router): the PHY both ways, both link layers, the credit's cycles, the flit's wait for
+    # its frame's check (B + h) and the count's wait for the far end's frame and header
+    # (B + 2h); and the longest must come near it, or the model oversizes the buffers.
+    # A credit freed at B reaches A within B + 2h units of B's frames plus the pipelines,
+    # whatever B sends.
+    from optnet.model import CREDIT_CYCLES, LINK_LAYER_CYCLES
+
+    latency, depth, vcs = 20, 256, FMT.vcs
+    cfg = LinkConfig(FMT, 32, "phy", depth=depth, window=256, crc_bits=32)
+    sim, a, b, _, _ = link_pair(cfg, 10e-9, latency=latency)
+    rng = random.Random(1)
+    loops, returns = [], []
+
+    async def bench(ctx):
+        credits = [[0] * vcs, [0] * vcs]
+        initial = [depth] * vcs          # A's first pulses grant B's empty buffer
+        spent = [[] for _ in range(vcs)]
+        freed = [[] for _ in range(vcs)]
+        sent = [0, 0]
+        for t in range(3000):
+            ends = ((a, b), (b, a))
+            for i, (me, _) in enumerate(ends):
+                go = (i == 0 or reverse) and rng.random() < 0.6
+                vc = sent[i] % vcs
+                ctx.set(me.tx_flit.valid, go and credits[i][vc] > 0)
+                ctx.set(me.tx_flit.payload, {"data": sent[i], "vc": vc, "head": 1, "tail": 1})
+            for i, (me, far) in enumerate(ends):
+                if ctx.get(me.tx_flit.valid) and ctx.get(me.tx_flit.ready):
+                    vc = sent[i] % vcs
+                    credits[i][vc] -= 1
+                    sent[i] += 1
+                    if i == 0:
+                        spent[vc].append(t)
+                pulses = ctx.get(me.cred_remote)
+                for v in range(vcs):
+                    if pulses >> v & 1:
+                        credits[i][v] += 1
+                        if i == 0 and initial[v]:
+                            initial[v] -= 1
+                        elif i == 0:
+                            loops.append(t - spent[v].pop(0))
+                            returns.append(t - freed[v].pop(0))
+                arrived = 0
+                if ctx.get(far.rx_flit.valid):
+                    arrived = 1 << ctx.get(far.rx_flit.payload).vc
+                    if i == 0:
+                        freed[ctx.get(far.rx_flit.payload).vc].append(t)
+                ctx.set(far.cred_local, arrived)
+            await ctx.tick()
+
+    sim.add_testbench(bench)
+    sim.run()
+    h, B = cfg.frame.header_units, cfg.frame.max_flits
+    bound = 2 * latency + 2 * LINK_LAYER_CYCLES + CREDIT_CYCLES + 2 * B + 3 * h
+    assert len(loops) > 1000
+    assert max(loops) <= bound
+    assert max(loops) >= 0.9 * bound
+    assert max(returns) <= latency + LINK_LAYER_CYCLES + CREDIT_CYCLES + B + 2 * h
