@@ -246,8 +246,29 @@ def test_transpose_and_tornado_on_a_square_torus(tmp_path):
     traffic = compute_metrics(result.routed)["traffic"]
     assert traffic["transpose"]["max_channel_load"] >= 1
     assert traffic["tornado"]["max_channel_load"] == 1  # each ring shifts by one
+    # a link's flits at its streaming rate (the frame's headers left out): the buffers, sized
+    # for the credit loop, let every VC use all of it
+    params = model_params(result.routed.cluster)
     link = result.routed.cluster.links[0]
-    assert traffic["tornado"]["saturation_bps_per_node"] == pytest.approx(float(link.bandwidth))
+    assert params.vc_share(link) == 1
+    assert traffic["tornado"]["saturation_bps_per_node"] == pytest.approx(
+        float(params.flit_bits / params.flit_time(link)))
+    assert traffic["tornado"]["saturation_bps_per_node"] < float(link.bandwidth)
+
+
+def test_a_short_router_buffer_caps_saturation_at_its_credit_loop(tmp_path):
+    # one VC of each link (the dateline class) carries a buffer's worth per credit loop
+    result = _routed(tmp_path, "topology: {kind: torus, dims: [4, 4]}\n",
+                     vcs="2, router: {buffer: 16 flits}")
+    params = model_params(result.routed.cluster)
+    link = result.routed.cluster.links[0]
+    share = params.vc_share(link)
+    assert share < 1
+    tornado = compute_metrics(result.routed)["traffic"]["tornado"]
+    # every tornado route stays in VC 0 or 1 of a ring and some VC carries it all
+    assert tornado["saturation_bps_per_node"] == pytest.approx(
+        float(params.flit_bits / params.flit_time(link) * share))
+    assert tornado["busiest_channel"].endswith(("VC 0", "VC 1"))
 
 
 def _simulate_broadcast(routed, s: int) -> list[int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import defaultdict
 from fractions import Fraction
 
 import networkx as nx
@@ -58,8 +59,9 @@ def _shortest_counts(net: Network) -> tuple[list[list[int]], list[list[int]]]:
 
 
 def through(net: Network, nxt, hops: list[int], d: int, weight: list[int],
-            load: list[int]) -> None:
-    """Add to ``load`` the traffic to ``d`` given per-source ``weight``."""
+            load: list[int], vclass=None, vc_load: dict | None = None) -> None:
+    """Add to ``load`` the traffic to ``d`` given per-source ``weight``; with ``vclass``
+    (the routes' VC per node for ``d``), also to ``vc_load[channel, vc]``."""
     buckets: list[list[int]] = [[] for _ in range(max(hops) + 1)]
     for n, h in enumerate(hops):
         if h > 0:
@@ -69,6 +71,8 @@ def through(net: Network, nxt, hops: list[int], d: int, weight: list[int],
         for n in bucket:
             c = nxt[n]
             load[c] += carried[n]
+            if vc_load is not None:
+                vc_load[c, vclass[n]] += carried[n]
             carried[net.dst[c]] += carried[n]
 
 
@@ -95,17 +99,56 @@ def _permutation(routed: Routed, pattern: str) -> list[int] | None:
     return [(i + math.ceil(n / 2) - 1) % n for i in range(n)]
 
 
-def _saturation(net: Network, load: list) -> tuple[float, float, str | None]:
-    """(max load, injection rate per node at saturation in bit/s, busiest channel)."""
-    worst, rate, busiest = 0.0, math.inf, None
+class _Capacity:
+    """What the hardware carries, in bit/s of flit data (a packet's header flit included):
+    per channel its link's flits at the streaming rate (frames' headers left out,
+    :meth:`~optnet.model.ModelParams.flit_time`), per VC of a channel a buffer's worth per
+    credit loop (:meth:`~optnet.model.ModelParams.vc_share`), and per node a flit a network
+    cycle into and out of its router's local port (a direct node's switch: its
+    ``node_rate``)."""
+
+    def __init__(self, net: Network, params: ModelParams):
+        self.net, self.params = net, params
+        self._link: dict[int, tuple[Fraction, Fraction]] = {}
+        self.node = params.node_rate or params.clock * params.flit_bits
+        self.vcs = params.vcs - 1     # the highest VC, onto which higher classes fold
+
+    def link(self, c: int) -> tuple[Fraction, Fraction]:
+        """(channel rate, one VC's rate) of channel ``c``."""
+        link = self.net.link(c)
+        if link.index not in self._link:
+            p = self.params
+            rate = p.flit_bits / p.flit_time(link)
+            self._link[link.index] = (rate, rate if p.direct else rate * p.vc_share(link))
+        return self._link[link.index]
+
+    @property
+    def vc_limited(self) -> bool:
+        """Some VC's credit loop caps it below its link's rate."""
+        return self.params.direct is None and any(
+            self.link(c)[1] < self.link(c)[0] for c in range(len(self.net.src)))
+
+
+def _saturation(net: Network, load: list, capacity: _Capacity, node_load: float,
+                vc_load: dict | None = None) -> tuple[float, float, str | None]:
+    """(max channel load, injection rate per node at saturation in bit/s of flit data, what
+    saturates first), for channel loads ``load`` per unit a node injects, each node
+    injecting and receiving at most ``node_load`` units."""
+    worst, busiest = 0.0, "the routers' local ports" if capacity.params.direct is None \
+        else "the direct switches"
+    rate = float(capacity.node / node_load) if node_load else math.inf
     for c, value in enumerate(load):
         if value <= 0:
             continue
         worst = max(worst, float(value))
-        bound = float(net.link(c).bandwidth / value)
+        bound = float(capacity.link(c)[0] / value)
         if bound < rate:
             rate, busiest = bound, net.name(c)
-    return worst, (rate if busiest else 0.0), busiest
+    for (c, vc), value in (vc_load or {}).items():
+        bound = float(capacity.link(c)[1] / value) if value else math.inf
+        if bound < rate:
+            rate, busiest = bound, f"{net.name(c)} VC {vc}"
+    return worst, (rate if rate < math.inf else 0.0), busiest
 
 
 def _balanced(n: int) -> list[int]:
@@ -286,16 +329,23 @@ def compute_metrics(routed: Routed, params: ModelParams | None = None,
     }
     traffic = {}
     if n > 1:
+        capacity = _Capacity(net, params)
         flows = [0] * len(net.src)
+        # per (channel, VC) only where a VC's credit loop can be the limit
+        vc_flows: dict | None = defaultdict(int) if capacity.vc_limited else None
         for d in range(n):
+            vclass = [min(v, capacity.vcs) for v in routing.vclass[d]] \
+                if vc_flows is not None else None
             through(net, routing.next[d], route_hops[d], d,
-                     [1 if s != d else 0 for s in range(n)], flows)
+                    [1 if s != d else 0 for s in range(n)], flows, vclass, vc_flows)
         # Uniform random traffic: each node spreads one unit over the n-1 others.
         uniform = [Fraction(f, n - 1) for f in flows]
-        worst, rate, busiest = _saturation(net, uniform)
+        worst, rate, busiest = _saturation(
+            net, uniform, capacity, 1,
+            {k: Fraction(v, n - 1) for k, v in vc_flows.items()} if vc_flows else None)
         traffic["uniform"] = {"max_channel_load": worst, "saturation_bps_per_node": rate,
                               "busiest_channel": busiest}
-        worst, rate, busiest = _saturation(net, flows)
+        worst, rate, busiest = _saturation(net, flows, capacity, n - 1, vc_flows)
         traffic["all_to_all"] = {"max_flows_per_channel": round(worst),
                                  "saturation_bps_per_node": rate * (n - 1),
                                  "busiest_channel": busiest}
@@ -305,11 +355,14 @@ def compute_metrics(routed: Routed, params: ModelParams | None = None,
                 traffic[pattern] = None
                 continue
             load = [0] * len(net.src)
+            vc_load: dict[tuple[int, int], int] = defaultdict(int)
             for s, d in enumerate(perm):
                 if s != d:
                     for c in routing.path(net, s, d):
                         load[c] += 1
-            worst, rate, busiest = _saturation(net, load)
+                        vc_load[c, min(routing.vclass[d][net.src[c]], capacity.vcs)] += 1
+            worst, rate, busiest = _saturation(net, load, capacity, 1,
+                                               vc_load if capacity.vc_limited else None)
             traffic[pattern] = {"max_channel_load": worst, "saturation_bps_per_node": rate,
                                 "busiest_channel": busiest}
     result["traffic"] = traffic
