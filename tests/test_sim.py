@@ -262,3 +262,22 @@ def test_waveforms_of_the_nodes_asked_for(tmp_path):
     assert "$timescale 1ps $end" in text and " app_s_axis_tvalid $end" in text
     # the network clock's edges, every 10 ns at 50 MHz, in picoseconds
     assert "\n#10000\n" in text and "\n#20000\n" in text
+
+
+def test_predictions_count_a_short_buffers_credit_loop(tmp_path):
+    # the ring with the preset's old 8-flit buffers: one VC of a link carries 8 flits per
+    # 140-flit credit loop, far less than the link, and that is what saturates first
+    path = tmp_path / "short.yaml"
+    path.write_text(RING.read_text(encoding="utf-8").replace(
+        "preset: ulx3s_ring4", "preset: ulx3s_ring4\nnetwork: {router: {buffer: 8 flits}}"),
+        encoding="utf-8")
+    routed, plans = _setup(path)
+    setup = sim_setup(routed, plans)
+    params = setup.params
+    link = routed.cluster.links[0]
+    assert params.vc_share(link) < 0.1
+    short = predictions(routed, setup, Traffic("uniform"))
+    assert short.bottleneck.startswith("VC ")
+    ring, ring_plans = _setup(RING)
+    sized = predictions(ring, sim_setup(ring, ring_plans), Traffic("uniform"))
+    assert short.saturation < 0.2 * sized.saturation

@@ -22,7 +22,7 @@ from optnet.routing.latency import Diameter, diameter
 from optnet.routing.network import Network
 from optnet.routing.route import Routed
 
-__all__ = ["EXACT_BISECTION_NODES", "LATENCY_MODEL", "compute_metrics", "link_types",
+__all__ = ["EXACT_BISECTION_NODES", "LATENCY_MODEL", "Capacity", "compute_metrics", "link_types",
            "through"]
 
 #: How the diameter's latency is modelled (docs/report.md), for the printed metrics.
@@ -99,7 +99,7 @@ def _permutation(routed: Routed, pattern: str) -> list[int] | None:
     return [(i + math.ceil(n / 2) - 1) % n for i in range(n)]
 
 
-class _Capacity:
+class Capacity:
     """What the hardware carries, in bit/s of flit data (a packet's header flit included):
     per channel its link's flits at the streaming rate (frames' headers left out,
     :meth:`~optnet.model.ModelParams.flit_time`), per VC of a channel a buffer's worth per
@@ -112,6 +112,11 @@ class _Capacity:
         self._link: dict[int, tuple[Fraction, Fraction]] = {}
         self.node = params.node_rate or params.clock * params.flit_bits
         self.vcs = params.vcs - 1     # the highest VC, onto which higher classes fold
+
+    def vc(self, vclass: int) -> int:
+        """The VC a hop of VC class ``vclass`` takes (classes above the VCs fold onto the
+        highest, as the tables fold them)."""
+        return min(vclass, self.vcs)
 
     def link(self, c: int) -> tuple[Fraction, Fraction]:
         """(channel rate, one VC's rate) of channel ``c``."""
@@ -129,7 +134,7 @@ class _Capacity:
             self.link(c)[1] < self.link(c)[0] for c in range(len(self.net.src)))
 
 
-def _saturation(net: Network, load: list, capacity: _Capacity, node_load: float,
+def _saturation(net: Network, load: list, capacity: Capacity, node_load: float,
                 vc_load: dict | None = None) -> tuple[float, float, str | None]:
     """(max channel load, injection rate per node at saturation in bit/s of flit data, what
     saturates first), for channel loads ``load`` per unit a node injects, each node
@@ -329,12 +334,12 @@ def compute_metrics(routed: Routed, params: ModelParams | None = None,
     }
     traffic = {}
     if n > 1:
-        capacity = _Capacity(net, params)
+        capacity = Capacity(net, params)
         flows = [0] * len(net.src)
         # per (channel, VC) only where a VC's credit loop can be the limit
         vc_flows: dict | None = defaultdict(int) if capacity.vc_limited else None
         for d in range(n):
-            vclass = [min(v, capacity.vcs) for v in routing.vclass[d]] \
+            vclass = [capacity.vc(v) for v in routing.vclass[d]] \
                 if vc_flows is not None else None
             through(net, routing.next[d], route_hops[d], d,
                     [1 if s != d else 0 for s in range(n)], flows, vclass, vc_flows)
@@ -360,7 +365,7 @@ def compute_metrics(routed: Routed, params: ModelParams | None = None,
                 if s != d:
                     for c in routing.path(net, s, d):
                         load[c] += 1
-                        vc_load[c, min(routing.vclass[d][net.src[c]], capacity.vcs)] += 1
+                        vc_load[c, capacity.vc(routing.vclass[d][net.src[c]])] += 1
             worst, rate, busiest = _saturation(net, load, capacity, 1,
                                                vc_load if capacity.vc_limited else None)
             traffic[pattern] = {"max_channel_load": worst, "saturation_bps_per_node": rate,

@@ -33,6 +33,7 @@ from optnet.emit.env import render_template
 from optnet.plan.registers import register_map
 from optnet.report.render import Section, Table
 from optnet.routing.latency import path_latency
+from optnet.routing.metrics import Capacity
 from optnet.routing.route import Routed
 from optnet.sim.run import SimResult
 from optnet.sim.setup import SimSetup, Traffic
@@ -89,13 +90,12 @@ def predictions(routed: Routed, setup: SimSetup, traffic: Traffic,
     eps = len(setup.plans[0].endpoints)
     load: dict[int, float] = defaultdict(float)
     vc_load: dict[tuple[int, int], float] = defaultdict(float)
-    routing, top = routed.routing, routed.proof.vcs - 1
+    routing, capacity = routed.routing, Capacity(net, params)
     for (s, d), w in weights.items():
         for channel in routing.path(net, s, d):
             flits = w * eps * flits_per_beat
             load[channel] += flits
-            # the VC of the hop: its class, folded onto the highest VC as the tables fold it
-            vc_load[channel, min(routing.vclass[d][net.src[channel]], top)] += flits
+            vc_load[channel, capacity.vc(routing.vclass[d][net.src[channel]])] += flits
     limits = [(1.0, "the endpoints (a beat a cycle)")]
     # a node's local port (a direct node's switch): every endpoint's flits in, the same out
     inject = max(sum(w for (s, _), w in weights.items() if s == i) for i in range(n))
@@ -103,21 +103,20 @@ def predictions(routed: Routed, setup: SimSetup, traffic: Traffic,
     limits.append((1.0 / (eps * flits_per_beat * max(inject, eject)),
                    "the direct switches (a word a cycle, a message's EAGER word included)"
                    if direct else "the routers' local ports (a flit a cycle)"))
+    flit_rate = params.flit_bits * params.clock    # bit/s at a flit a cycle
     for channel, flits in load.items():
         link = net.link(channel)
-        per_cycle = min(1.0, float(1 / (params.flit_time(link) * params.clock)))
+        per_cycle = float(capacity.link(channel)[0] / flit_rate)
         limits.append((per_cycle / flits, f"link {link.a.node}-{link.b.node} "
                                           f"({per_cycle:.3g} flits a cycle)"))
-    if not direct:
-        # A VC sends at most a buffer's worth per credit loop of its link.
-        for (channel, vc), flits in vc_load.items():
+    # A VC sends at most a buffer's worth per credit loop of its link.
+    for (channel, vc), flits in vc_load.items():
+        rate, vc_rate = capacity.link(channel)
+        if vc_rate < rate:
             link = net.link(channel)
-            share = params.vc_share(link)
-            if share < 1:
-                per_cycle = float(share / (params.flit_time(link) * params.clock))
-                limits.append((per_cycle / flits, f"VC {vc} of link {link.a.node}-"
-                               f"{link.b.node} (its credit loop: {per_cycle:.3g} flits a "
-                               f"cycle)"))
+            per_cycle = float(vc_rate / flit_rate)
+            limits.append((per_cycle / flits, f"VC {vc} of link {link.a.node}-"
+                           f"{link.b.node} (its credit loop: {per_cycle:.3g} flits a cycle)"))
     saturation, bottleneck = min(limits, key=lambda x: x[0])
     return Prediction(zero, saturation, bottleneck)
 
