@@ -5,7 +5,8 @@ Predictions (:func:`predictions`):
 
 - *Zero-load latency* per unicast flow class: the report's zero-load latency of each pair the
   traffic uses (:func:`optnet.routing.latency.path_latency`: hubs, routers, link layers, PHY,
-  serialisation, cable), averaged with the traffic's weights. It is compared with the
+  serialisation, cable), averaged with the traffic's weights (pair traffic: its pairs, an
+  endpoint's stream a share of its node's endpoints). It is compared with the
   simulated *head* latency (the first beat taken at the source to the first beat taken at
   the destination), whose minimum is the zero-load figure and whose mean approaches it at
   low load.
