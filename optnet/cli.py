@@ -332,15 +332,28 @@ def _failure(text: str):
     return failure
 
 
+def _loads(_ctx: click.Context, _param: click.Parameter, text: str) -> tuple[float, ...]:
+    # --load 0.1 or a sweep, --load 0.1,0.3,0.5,1
+    from optnet.sim import parse_loads
+
+    try:
+        return parse_loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(file_okay=False),
               help="Also write sim.json, sim.md and sim.html into this directory.")
 @click.option("--traffic", default="uniform", show_default=True, metavar="PATTERN|FILE.csv",
-              help="uniform, alltoall, transpose, tornado, broadcast, or a CSV file of "
-                   "messages (src,dst,bytes,t in ns).")
-@click.option("--load", type=click.FloatRange(0, 1, min_open=True), default=0.1,
-              show_default=True, help="Offered load per endpoint, in beats per network cycle.")
+              help="uniform, alltoall, transpose, tornado, broadcast, pair:SRC:DST (only "
+                   "SRC, a node or node.endpoint, sends, to node DST; pairs joined by commas), "
+                   "or a CSV file of messages (src,dst,bytes,t in ns).")
+@click.option("--load", "loads", default="0.1", show_default=True, callback=_loads,
+              metavar="LOAD[,LOAD...]",
+              help="Offered load per sending endpoint, in beats per network cycle; several "
+                   "joined by commas run one after another (a load sweep).")
 @click.option("--packets", type=click.IntRange(0, 10**9), default=None,
               help="Packets per endpoint, then wait for all of them [default: 200 without "
                    "--cycles].")
@@ -366,7 +379,8 @@ def _failure(text: str):
               help="Write each node's waveforms to TRACE/<node>.vcd (a slower simulator, "
                    "built apart; keep runs short).")
 @click.option("--trace-nodes", help="Comma-separated nodes to trace (default: every node).")
-def sim(file: str, output: str | None, traffic: str, load: float, packets: int | None,
+def sim(file: str, output: str | None, traffic: str, loads: tuple[float, ...],
+        packets: int | None,
         cycles: int, beats: int, ready: float, ber: float, fails: tuple[str, ...], seed: int,
         threads: int, jobs: int, fmt: str, trace_dir: str | None,
         trace_nodes: str | None) -> None:
@@ -375,14 +389,18 @@ def sim(file: str, output: str | None, traffic: str, load: float, packets: int |
     intact, and report latency, throughput and links beside the report's predictions (see
     docs/sim.md).
 
+    Several loads run the simulator at each in turn and report a table and a
+    latency-throughput curve instead.
+
     Exit status 0 when every packet arrived intact (or the run reached --cycles with no
     error), 1 when the cluster has errors or the network lost, corrupted, reordered or
-    stalled packets, 2 for bad options, an unreadable file or a missing tool.
+    stalled packets (in any run of a sweep), 2 for bad options, an unreadable file or a
+    missing tool.
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from optnet.plan import plan
-    from optnet.sim import SimBuildError, SimError, SimOptions, TrafficError, simulate
+    from optnet.sim import SimBuildError, SimError, SimOptions, TrafficError, simulate, sweep
 
     failures = tuple(_failure(text) for text in fails)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -414,7 +432,7 @@ def sim(file: str, output: str | None, traffic: str, load: float, packets: int |
                            err=True)
                 sys.exit(EXIT_USAGE)
         options = SimOptions(
-            pattern=traffic, load=load, cycles=cycles, beats=beats, ready=ready, ber=ber,
+            pattern=traffic, load=loads[0], cycles=cycles, beats=beats, ready=ready, ber=ber,
             packets=200 if packets is None and not cycles else packets or 0,
             failures=failures, seed=seed, threads=threads,
             trace=None if trace_dir is None else Path(trace_dir), trace_nodes=traced)
@@ -431,8 +449,12 @@ def sim(file: str, output: str | None, traffic: str, load: float, packets: int |
                            info=f"cycle {cycle:,}, {delivered:,} of {expected:,} packets")
 
             try:
-                doc, files = simulate(result.routed, plan(result.routed), options, jobs=jobs,
-                                      step=step, progress=progress)
+                if len(loads) == 1:
+                    doc, files = simulate(result.routed, plan(result.routed), options,
+                                          jobs=jobs, step=step, progress=progress)
+                else:
+                    doc, files = sweep(result.routed, plan(result.routed), options, loads,
+                                       jobs=jobs, step=step, progress=progress)
             except TrafficError as exc:
                 click.echo(f"optnet: {exc}", err=True)
                 sys.exit(EXIT_USAGE)

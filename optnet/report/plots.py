@@ -1,4 +1,5 @@
-"""SVG plots of the report: latency heat map, stacked bars, line charts on a log axis.
+"""SVG plots of the report: latency heat map, stacked bars, line charts on a log axis, and
+curves of measured points on linear axes with reference lines (the simulator's load sweeps).
 
 Each plot is laid out here as shapes (rectangles, polylines, text) with coordinates rounded
 to 0.1 px, so the same report gives the same bytes everywhere, and drawn by the one
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from optnet.emit.env import render_template
 from optnet.emit.escape import Raw
 
-__all__ = ["bars", "heat_map", "lines"]
+__all__ = ["bars", "curve", "heat_map", "lines"]
 
 #: Colours of the series and bar components, in order (distinguishable in grey print too).
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -161,6 +162,68 @@ def lines(title: str, series: Mapping[str, Sequence[tuple[float, float]]], x_uni
         plot.rects.append((_r(left + width + 16), _r(top + k * 16), 12.0, 3.0, colour, name))
         plot.texts.append((_r(left + width + 32), _r(top + k * 16 + 5), name, "start", 10))
     return plot.render()
+
+
+def curve(title: str, series: Mapping[str, Sequence[tuple[float, float, str]]], x_unit: str,
+          y_unit: str, *, vertical: tuple[float, str] | None = None,
+          horizontal: tuple[float, str] | None = None) -> str:
+    """Points joined by lines on linear axes from 0, a marker at each point.
+
+    Parameters
+    ----------
+    series : mapping of str to sequence of (float, float, str)
+        Per series, its points ``(x, y, tooltip)`` in the order they are joined.
+    vertical, horizontal : (float, str), optional
+        A reference line at that x (or y) with its label, drawn grey across the plot; the
+        axes reach far enough to show it.
+    """
+    left, top, width, height = 70.0, 40.0, 480.0, 240.0
+    xs = [x for values in series.values() for x, _, _ in values]
+    ys = [y for values in series.values() for _, y, _ in values]
+    x1 = _ceiling(max(xs + ([vertical[0]] if vertical else []), default=1.0))
+    y1 = _ceiling(max(ys + ([horizontal[0]] if horizontal else []), default=1.0))
+    plot = _Plot(_r(left + width + 150), _r(top + height + 60), title)
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return (_r(left + x / x1 * width), _r(top + height - y / y1 * height))
+
+    plot.polylines.append(([(left, top), (left, top + height), (left + width, top + height)],
+                           "#333"))
+    for k in range(5):
+        plot.texts.append((_r(left - 6), _r(top + height - height * k / 4 + 3),
+                           _nice(y1 * k / 4), "end", 9))
+        plot.texts.append((_r(left + width * k / 4), _r(top + height + 14), _nice(x1 * k / 4),
+                           "middle", 9))
+    plot.texts.append((_r(left + width / 2), _r(top + height + 32), x_unit, "middle", 10))
+    plot.texts.append((_r(left), _r(top - 8), y_unit, "start", 10))
+    if vertical is not None:
+        x, _ = at(vertical[0], 0)
+        plot.polylines.append(([(x, top), (x, _r(top + height))], "#999"))
+        # (the label on the side with room: the legend is right of the plot)
+        right = x < left + width / 2
+        plot.texts.append((_r(x + 4 if right else x - 4), _r(top + 10), vertical[1],
+                           "start" if right else "end", 9))
+    if horizontal is not None:
+        _, y = at(0, horizontal[0])
+        plot.polylines.append(([(left, y), (_r(left + width), y)], "#999"))
+        plot.texts.append((_r(left + width - 4), _r(y - 4), horizontal[1], "end", 9))
+    for k, (name, values) in enumerate(series.items()):
+        colour = PALETTE[k % len(PALETTE)]
+        plot.polylines.append(([at(x, y) for x, y, _ in values], colour))
+        for x, y, tip in values:
+            cx, cy = at(x, y)
+            plot.rects.append((_r(cx - 2.5), _r(cy - 2.5), 5.0, 5.0, colour, tip))
+        plot.rects.append((_r(left + width + 16), _r(top + k * 16), 12.0, 3.0, colour, name))
+        plot.texts.append((_r(left + width + 32), _r(top + k * 16 + 5), name, "start", 10))
+    return plot.render()
+
+
+def _ceiling(value: float) -> float:
+    """The least 1, 2 or 5 times a power of ten at or above ``value`` (1 for nothing)."""
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= value * (1 - 1e-9))
 
 
 def _legend(plot: _Plot, names: Sequence[str], x: float, y: float) -> None:

@@ -5,7 +5,8 @@ Predictions (:func:`predictions`):
 
 - *Zero-load latency* per unicast flow class: the report's zero-load latency of each pair the
   traffic uses (:func:`optnet.routing.latency.path_latency`: hubs, routers, link layers, PHY,
-  serialisation, cable), averaged with the traffic's weights. It is compared with the
+  serialisation, cable), averaged with the traffic's weights (pair traffic: its pairs, an
+  endpoint's stream a share of its node's endpoints). It is compared with the
   simulated *head* latency (the first beat taken at the source to the first beat taken at
   the destination), whose minimum is the zero-load figure and whose mean approaches it at
   low load.
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 from optnet.emit.env import render_template
 from optnet.plan.registers import register_map
+from optnet.report import plots
 from optnet.report.render import Section, Table
 from optnet.routing.latency import path_latency
 from optnet.routing.metrics import Capacity
@@ -38,7 +40,8 @@ from optnet.routing.route import Routed
 from optnet.sim.run import SimResult
 from optnet.sim.setup import SimSetup, Traffic
 
-__all__ = ["Prediction", "predictions", "sim_files", "sim_summary"]
+__all__ = ["Prediction", "predictions", "sim_files", "sim_summary", "sweep_files",
+           "sweep_summary"]
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,16 @@ class Prediction:
     bottleneck: str
 
 
-def _weights(pattern: str, n: int, permutation: Sequence[int]) -> dict[tuple[int, int], float]:
+def _weights(pattern: str, n: int, permutation: Sequence[int],
+             pairs: Sequence[tuple[int, int, int]] = (), eps: int = 1
+             ) -> dict[tuple[int, int], float]:
     # each (source, destination) pair's share of its source's unicast traffic
+    if pairs:
+        # one of a node's eps endpoints sending is 1/eps of what its every endpoint would
+        weights: dict[tuple[int, int], float] = defaultdict(float)
+        for s, _, d in pairs:
+            weights[s, d] += 1 / eps
+        return dict(weights)
     if pattern in ("uniform", "alltoall"):
         return {(s, d): 1 / (n - 1) for s in range(n) for d in range(n) if s != d}
     if pattern in ("transpose", "tornado"):
@@ -75,7 +86,8 @@ def predictions(routed: Routed, setup: SimSetup, traffic: Traffic,
     """The models' zero-load latency and saturation load for ``traffic``."""
     params = setup.params
     n = len(setup.plans)
-    weights = _weights(traffic.pattern, n, permutation)
+    weights = _weights(traffic.pattern, n, permutation, traffic.pairs,
+                       len(setup.plans[0].endpoints))
     if not weights:
         return Prediction(None, None, "")
     zero = sum(w * float(path_latency(routed, params, s, d).total) for (s, d), w in
@@ -126,14 +138,25 @@ def _stats(cycles: dict, ns_per_cycle: float) -> dict:
 
 
 def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
-                prediction: Prediction, options: dict) -> dict:
+                prediction: Prediction, options: dict,
+                senders: Sequence[tuple[int, int]] | None = None) -> dict:
     """The run as one JSON-ready mapping: settings, verdict, errors, latency per flow class
-    (ns), throughput, links, and the predictions beside the measurements."""
+    (ns), throughput, links, and the predictions beside the measurements.
+
+    ``senders`` are the (node index, endpoint) that offer traffic (default: every endpoint
+    of every node); the accepted load is per sending endpoint and the throughput per
+    sending node, as the offered load and the predictions are.
+    """
     data = result.data
     ns = 1e9 / float(setup.network_hz)
     plans = setup.plans
     names = plans[0].endpoint_names
     eps = len(names)
+    if senders is None:
+        senders = [(i, e) for i in range(len(plans)) for e in range(eps)]
+    sending_nodes = max(1, len({i for i, _ in senders}))
+    # the bits a sending node offers a cycle at load 1 (every endpoint's beat on most nodes)
+    node_bits = sum(plans[0].endpoints[e].width for _, e in senders) / sending_nodes
     cycles = max(1, data["traffic_cycles"])
     window = max(1, cycles - data["window_start"])
     classes = []
@@ -149,9 +172,9 @@ def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
     offered = sum(s["made"] for s in sources)
     sent_beats = sum(s["sent_beats"] for s in sources)
     received_beats = sum(s["received_beats"] for s in sources)
-    accepted = data["window_beats"] / window / (len(plans) * eps)
+    accepted = data["window_beats"] / window / max(1, len(senders))
     hz = float(setup.network_hz)
-    per_node_bps = data["window_bits"] / (window / hz) / len(plans)
+    per_node_bps = data["window_bits"] / (window / hz) / sending_nodes
     links = []
     for line, measured in zip(setup.lines, data["lines"], strict=True):
         link = setup.links[line.link]
@@ -200,7 +223,7 @@ def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
             for d, e, s, k, seq, t in data["missing"]],
         "beats": {"sent": sent_beats, "received": received_beats},
         "throughput": {"offered_load": traffic.load, "accepted_load": accepted,
-                       "per_node_bps": per_node_bps},
+                       "per_node_bps": per_node_bps, "sending_endpoints": len(senders)},
         "classes": classes,
         "links": links,
         "link_counters": counters,
@@ -208,7 +231,7 @@ def sim_summary(setup: SimSetup, traffic: Traffic, result: SimResult,
         "prediction": {"zero_load_ns": prediction.zero_load_ns,
                        "saturation_load": prediction.saturation,
                        "saturation_per_node_bps": None if prediction.saturation is None else
-                       prediction.saturation * hz * sum(e.width for e in plans[0].endpoints),
+                       prediction.saturation * hz * node_bits,
                        "bottleneck": prediction.bottleneck},
     }
 
@@ -316,13 +339,127 @@ def _bringup(kit: dict[str, dict[str, int]]) -> Section:
         "(docs/bringup.md).",), (Table(header, tuple(rows)),))
 
 
+#: The introduction of every simulation's Markdown and HTML.
+_INTRO = ("Generated by optnet sim: the cluster's generated Verilog, Verilated, with link "
+          "models between the nodes; docs/sim.md describes the run and the figures.")
+
+
 def sim_files(doc: dict) -> dict[str, str]:
     """``sim.json``, ``sim.md`` and ``sim.html`` of a run summarised by :func:`sim_summary`."""
-    sections = _sections(doc)
-    title = f"{doc['cluster']} simulation"
-    intro = ("Generated by optnet sim: the cluster's generated Verilog, Verilated, with link "
-             "models between the nodes; docs/sim.md describes the run and the figures.")
-    context = dict(title=title, intro=intro, sections=sections, build_md="")
+    return _files(doc, f"{doc['cluster']} simulation", _sections(doc))
+
+
+def sweep_summary(runs: Sequence[dict]) -> dict:
+    """A load sweep as one JSON-ready mapping: the settings its runs share (``loads``, in
+    the order run, instead of ``load``), ``ok`` when every run is, the predictions (which do
+    not depend on the load), and each run's :func:`sim_summary` under ``runs``."""
+    first = runs[0]
+    settings = {k: v for k, v in first["settings"].items() if k != "load"}
+    return {"cluster": first["cluster"],
+            "settings": {**settings, "loads": [r["settings"]["load"] for r in runs]},
+            "ok": all(r["ok"] for r in runs),
+            "network_clock_hz": first["network_clock_hz"],
+            "wall_s": sum(r["wall_s"] for r in runs),
+            "prediction": first["prediction"],
+            "runs": list(runs)}
+
+
+def sweep_files(doc: dict) -> dict[str, str]:
+    """``sim.json``, ``sim.md`` and ``sim.html`` of a load sweep summarised by
+    :func:`sweep_summary`: a table of every run's throughput and latency per flow class, the
+    predictions beside the sweep's figures, and (in ``sim.html``) the latency-throughput
+    curve."""
+    return _files(doc, f"{doc['cluster']} load sweep", _sweep_sections(doc))
+
+
+def _run_verdict(run: dict) -> str:
+    # a run's verdict in a table cell: ok, or what went wrong
+    if run["ok"]:
+        return "ok"
+    errors = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in run["errors"].items() if v)
+    return run["verdict"].replace("_", " ") + (f": {errors}" if errors else "")
+
+
+def _sweep_sections(doc: dict) -> list[Section]:
+    s, pr, runs = doc["settings"], doc["prediction"], doc["runs"]
+    length = (f"{s['cycles']:,} network cycles" if s["cycles"] else
+              f"{s['packets']:,} packets per sending endpoint")
+    bad = [r for r in runs if not r["ok"]]
+    verdicts = ("Verdicts: every run ok (no packet lost, corrupted or out of order)." if not bad
+                else "Runs with errors: " + "; ".join(
+                    f"load {r['settings']['load']:g}, {_run_verdict(r)}" for r in bad) + ".")
+    run = Section("Load sweep", 2, (
+        f"Traffic {s['pattern']}, seed {s.get('seed', 1)}, at {len(runs)} offered loads "
+        f"({', '.join(f'{x:g}' for x in s['loads'])} beats a cycle per sending endpoint), "
+        f"each run {length} on the one simulator; network clock "
+        f"{doc['network_clock_hz'] / 1e6:g} MHz.",
+        verdicts,
+        f"Simulated in {doc['wall_s']:.1f} s."))
+    rows = []
+    for r in runs:
+        tp = r["throughput"]
+        head = (f"{tp['offered_load']:g}", _f(tp["accepted_load"], "", 3),
+                _f(tp["per_node_bps"] / 1e9, " Gb/s", 2))
+        for c in r["classes"] or [None]:
+            cells = ("-",) * 7 if c is None else (
+                c["endpoint"], c["kind"], f"{c['packets']:,}", _f(c["head_ns"]["min"]),
+                _f(c["head_ns"]["mean"]), _f(c["head_ns"]["p99"]), _f(c["packet_ns"]["mean"]))
+            rows.append((*head, *cells, _run_verdict(r)))
+    table = Section("Latency and throughput against offered load", 2, (
+        "Per run and flow class: the offered load, the accepted load (beats a cycle per "
+        "sending endpoint, after the first fifth of a --cycles run) and throughput per sending "
+        "node; head latency (the first beat taken at the source to the first beat taken at "
+        "the destination) and packet latency (queueing in the source included), nanoseconds. "
+        "The curve of mean head latency against accepted load, with the model's saturation "
+        "and zero-load latency, is in sim.html.",), (Table(
+            ("offered", "accepted", "per node", "endpoint", "kind", "packets", "head min",
+             "head mean", "head p99", "packet mean", "verdict"), tuple(rows)),),
+        (_sweep_curve(doc),))
+    unicast = [(r, c) for r in runs for c in r["classes"] if c["kind"] == "unicast"]
+    lowest = min(runs, key=lambda r: r["settings"]["load"])
+    best = max(runs, key=lambda r: r["throughput"]["accepted_load"])
+    model = Section("Against the report's models", 2, (
+        "The model's zero-load latency is the report's, averaged over the pairs the traffic "
+        "uses, against the least head latency of the sweep's unicasts and their mean at the "
+        "lowest load; its saturation load is where the busiest resource on the routes is full "
+        f"({pr['bottleneck'] or 'not modelled for this traffic'}), against the most the "
+        "network accepted at any load.",), (Table(("figure", "model", "measured"), (
+            ("zero-load latency", _f(pr["zero_load_ns"], " ns"),
+             (f"{_f(min(c['head_ns']['min'] for _, c in unicast), ' ns')} / " + " / ".join(
+                 _f(c["head_ns"]["mean"], " ns") for c in lowest["classes"]
+                 if c["kind"] == "unicast") + f" at offered {lowest['settings']['load']:g}")
+             if unicast else "-"),
+            ("saturation load (beats/cycle/endpoint)", _f(pr["saturation_load"], "", 3),
+             _f(best["throughput"]["accepted_load"], "", 3) +
+             f" at offered {best['settings']['load']:g}"),
+            ("throughput per node", _f(None if pr["saturation_per_node_bps"] is None else
+                                       pr["saturation_per_node_bps"] / 1e9, " Gb/s", 2),
+             _f(best["throughput"]["per_node_bps"] / 1e9, " Gb/s", 2)))),))
+    return [run, table, model]
+
+
+def _sweep_curve(doc: dict) -> str:
+    # mean head latency of each flow class against the accepted load, in offered order
+    series: dict[str, list[tuple[float, float, str]]] = {}
+    for r in sorted(doc["runs"], key=lambda r: r["settings"]["load"]):
+        tp = r["throughput"]
+        for c in r["classes"]:
+            series.setdefault(f"{c['endpoint']} {c['kind']}", []).append((
+                tp["accepted_load"], c["head_ns"]["mean"],
+                f"{c['endpoint']} {c['kind']} at offered {tp['offered_load']:g}: accepted "
+                f"{tp['accepted_load']:.3f}, mean head latency {c['head_ns']['mean']:,.1f} ns"))
+    pr = doc["prediction"]
+    return plots.curve(
+        f"Head latency against accepted load, {doc['cluster']}, {doc['settings']['pattern']}",
+        series, "accepted load (beats a cycle per sending endpoint)", "mean head latency (ns)",
+        vertical=None if pr["saturation_load"] is None else (
+            pr["saturation_load"], f"model saturation {pr['saturation_load']:.3g}"),
+        horizontal=None if pr["zero_load_ns"] is None else (
+            pr["zero_load_ns"], f"model zero-load {pr['zero_load_ns']:,.0f} ns"))
+
+
+def _files(doc: dict, title: str, sections: list[Section]) -> dict[str, str]:
+    context = dict(title=title, intro=_INTRO, sections=sections, build_md="")
     return {"sim.json": json.dumps(doc, indent=2, sort_keys=True) + "\n",
             "sim.md": render_template("report/report.md.j2", **context),
             "sim.html": render_template("report/report.html.j2", **context)}

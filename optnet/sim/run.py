@@ -85,6 +85,7 @@ def settings_text(setup: SimSetup, sim: Simulator, traffic: Traffic, result: Pat
         lines.append(f"node {plan.node_id} {setup.role_of[i]} {len(plan.ports)} {clocks}".strip())
     if permutation:
         lines.append("permutation " + " ".join(str(d) for d in permutation))
+    lines += [f"pair {node} {ep} {dst}" for node, ep, dst in traffic.pairs]
     rep = setup.plans[0]
     bringup = traffic.pattern == "bringup"
     for cfg in () if bringup else rep.endpoints:

@@ -29,11 +29,14 @@ from optnet.model import ModelParams, model_params
 from optnet.plan import NodePlan
 from optnet.routing.route import Routed
 
-__all__ = ["PATTERNS", "Failure", "LineSetup", "SimSetup", "Traffic", "TrafficError",
-           "permutation", "read_messages", "sim_setup"]
+__all__ = ["PAIR", "PATTERNS", "Failure", "LineSetup", "SimSetup", "Traffic", "TrafficError",
+           "parse_loads", "permutation", "read_messages", "read_pairs", "sim_setup"]
 
-#: The synthetic traffic patterns (besides a CSV file of messages and ``bringup``).
+#: The synthetic traffic patterns (besides pairs, a CSV file of messages and ``bringup``).
 PATTERNS = ("uniform", "alltoall", "transpose", "tornado", "broadcast")
+
+#: The prefix of pair traffic, ``pair:SRC:DST[,SRC:DST...]`` (:func:`read_pairs`).
+PAIR = "pair:"
 
 
 class TrafficError(ValueError):
@@ -57,7 +60,8 @@ class Traffic:
     Attributes
     ----------
     pattern : str
-        One of :data:`PATTERNS`, ``messages`` (``messages`` gives them) or ``bringup``.
+        One of :data:`PATTERNS`, ``pairs`` (``pairs`` gives them), ``messages``
+        (``messages`` gives them) or ``bringup``.
     load : float
         Offered load per endpoint, in beats per network cycle (0 to 1).
     packets : int
@@ -70,6 +74,9 @@ class Traffic:
         Chance that a receiving endpoint takes a beat in a cycle (1: always ready).
     messages : tuple of (int, int, int, int, int)
         ``(node index, endpoint, cycle, destination index or -1, beats)``, for ``messages``.
+    pairs : tuple of (int, int, int)
+        ``(node index, endpoint, destination index)``, for ``pairs``: the only endpoints
+        that send, each every packet to its destination.
     """
 
     pattern: str = "uniform"
@@ -79,6 +86,7 @@ class Traffic:
     beats: int = 0
     ready: float = 1.0
     messages: tuple[tuple[int, int, int, int, int], ...] = ()
+    pairs: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -295,3 +303,72 @@ def read_messages(path: Path, setup: SimSetup) -> tuple[tuple[int, int, int, int
     if not out:
         raise TrafficError(f"The traffic file {path} holds no messages.")
     return tuple(sorted(out, key=lambda m: (m[0], m[1], m[2])))
+
+
+def read_pairs(text: str, setup: SimSetup) -> tuple[tuple[int, int, int], ...]:
+    """The pairs of pair traffic ``text``, ``pair:SRC:DST`` or several ``SRC:DST`` joined by
+    commas after the prefix (:data:`PAIR`), as ``(node index, endpoint, destination index)``
+    in the order given: ``SRC`` is ``node.endpoint``, or a node for every endpoint of it;
+    ``DST`` a node.
+
+    Raises
+    ------
+    TrafficError
+        Naming the first pair that is malformed, names no node or endpoint of the cluster,
+        sends to its own node, or repeats an endpoint already sending.
+    """
+    plans = setup.plans
+    nodes = {p.node: i for i, p in enumerate(plans)}
+    eps = plans[0].endpoint_names
+    where = f"--traffic {text}"
+    items = [item.strip() for item in text.removeprefix(PAIR).split(",")]
+    if items == [""]:
+        raise TrafficError(f"{where}: no pair given; write pair:SRC:DST (SRC a node or "
+                           f"node.endpoint, DST a node), several joined by commas.")
+    out: list[tuple[int, int, int]] = []
+    for item in items:
+        src, colon, dst = item.partition(":")
+        if not colon or not src or not dst or ":" in dst:
+            raise TrafficError(f"{where}: {item!r} is not SRC:DST (SRC a node or "
+                               f"node.endpoint, DST a node).")
+        node, dot, ep = src.partition(".")
+        if node not in nodes:
+            raise TrafficError(f"{where}: the source {src!r} names no node of the cluster.")
+        if dot and ep not in eps:
+            raise TrafficError(f"{where}: node {node} has no endpoint {ep!r} (it has "
+                               f"{', '.join(eps)}).")
+        if dst not in nodes:
+            raise TrafficError(f"{where}: the destination {dst!r} names no node of the "
+                               f"cluster.")
+        if dst == node:
+            raise TrafficError(f"{where}: node {node} sends to itself; the network carries "
+                               f"packets between nodes.")
+        for e in [eps.index(ep)] if dot else range(len(eps)):
+            if any(p[:2] == (nodes[node], e) for p in out):
+                raise TrafficError(f"{where}: endpoint {node}.{eps[e]} is in two pairs; each "
+                                   f"endpoint sends to one destination.")
+            out.append((nodes[node], e, nodes[dst]))
+    return tuple(out)
+
+
+def parse_loads(text: str) -> tuple[float, ...]:
+    """The offered loads of ``text``: one number, or several joined by commas, each above 0
+    and at most 1 (beats per network cycle per endpoint), in the order given.
+
+    Raises
+    ------
+    ValueError
+        Naming the first item that is not such a number.
+    """
+    loads = []
+    for item in (part.strip() for part in text.split(",")):
+        try:
+            load = float(item)
+        except ValueError:
+            load = math.nan
+        if not 0 < load <= 1:
+            raise ValueError(f"{item!r} is not an offered load: each of the comma-separated "
+                             "loads is a number above 0 and at most 1 (beats per network "
+                             "cycle per endpoint).")
+        loads.append(load)
+    return tuple(loads)
