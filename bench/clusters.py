@@ -1,9 +1,25 @@
-"""Cluster files the benchmarks generate: tori, dragonflies and random graphs of n nodes."""
+"""Cluster files the benchmarks generate (tori, dragonflies and random graphs of n nodes),
+and reading one that must lint cleanly."""
 
 from __future__ import annotations
 
 import math
 import random
+import sys
+from pathlib import Path
+
+
+def routed_file(path: Path):
+    """The routed cluster of ``path``; exits with its first errors if it does not lint
+    cleanly."""
+    from optnet.lint import lint_file
+
+    result = lint_file(path)
+    errors = [d for d in result.diagnostics if d.severity == "error"]
+    if result.routed is None or errors:
+        sys.exit(f"{path} does not lint cleanly: " + "; ".join(
+            d.message for d in errors[:3]))
+    return result.routed
 
 
 def torus(n: int) -> str:

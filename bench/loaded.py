@@ -43,7 +43,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optnet.lint import lint_file  # noqa: E402
+from clusters import routed_file  # noqa: E402
+
 from optnet.plan import plan  # noqa: E402
 from optnet.sim import SimOptions, simulate, sweep  # noqa: E402
 from optnet.sim.report import predictions  # noqa: E402
@@ -58,15 +59,6 @@ HOPS = (1, 2, 3)
 #: The paper's figure: the most a 'data' stream reaches over 3 hops with 512 packets of
 #: credit, as a share of the 20 Gb/s link.
 PAPER_SHARE = 0.85
-
-
-def _routed(path: Path):
-    result = lint_file(path)
-    errors = [d for d in result.diagnostics if d.severity == "error"]
-    if result.routed is None or errors:
-        sys.exit(f"{path} does not lint cleanly: " + "; ".join(
-            d.message for d in errors[:3]))
-    return result.routed
 
 
 def _step(text: str) -> None:
@@ -91,7 +83,7 @@ def _unicast(run: dict) -> tuple[float, float]:
 def sweep_example(path: Path, loads: tuple[float, ...] | None, cycles: int, runs: int,
                   jobs: int) -> None:
     """Print ``path``'s sweep of uniform traffic (medians of ``runs`` seeds)."""
-    routed = _routed(path)
+    routed = routed_file(path)
     plans = plan(routed)
     model = predictions(routed, sim_setup(routed, plans), Traffic("uniform"))
     if loads is None:
@@ -136,7 +128,7 @@ def _variant(text: str, credit: int) -> str:
 def figure_4a(cycles: int, runs: int, jobs: int) -> None:
     """Print BlueDBM's Figure 4a as simulated (medians of ``runs`` seeds)."""
     example = ROOT / "examples" / "bluedbm_20.yaml"
-    base = _routed(example)
+    base = routed_file(example)
     net = base.net
     names = [n.name for n in base.cluster.nodes]
     # the first node (in cluster order) each number of hops away from n0 on the routes
@@ -163,7 +155,7 @@ def figure_4a(cycles: int, runs: int, jobs: int) -> None:
         for credit in CREDITS:
             path = Path(tmp) / f"bluedbm_20_credit{credit}.yaml"
             path.write_text(_variant(text, credit), encoding="utf-8")
-            routed = _routed(path)
+            routed = routed_file(path)
             plans = plan(routed)
             cells = []
             for h in HOPS:

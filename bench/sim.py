@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from optnet.lint import lint_file  # noqa: E402
+from clusters import routed_file  # noqa: E402
+
 from optnet.plan import plan  # noqa: E402
 from optnet.sim import SimOptions, simulate  # noqa: E402
 
@@ -38,17 +39,8 @@ TARGET_RATIO = 100
 TARGET_MINUTES = 10
 
 
-def _routed(path: Path):
-    result = lint_file(path)
-    errors = [d for d in result.diagnostics if d.severity == "error"]
-    if result.routed is None or errors:
-        sys.exit(f"{path} does not lint cleanly: " + "; ".join(
-            d.message for d in errors[:3]))
-    return result.routed
-
-
 def _verilator(path: Path, cycles: int, threads: int, runs: int) -> tuple[float, dict]:
-    routed = _routed(path)
+    routed = routed_file(path)
     plans = plan(routed)
     simulate(routed, plans, SimOptions(cycles=1000), jobs=2)     # build (cached)
     rates, doc = [], {}
@@ -111,7 +103,7 @@ def main() -> None:
         for name, path in clusters.items():
             if args.only not in (None, name):
                 continue
-            routed = _routed(path)
+            routed = routed_file(path)
             cycles = round(float(routed.cluster.desc.network.clock.value) / 1000)
             for threads in args.threads:
                 rate, doc = _verilator(path, cycles, threads, 1)
