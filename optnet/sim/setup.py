@@ -275,12 +275,7 @@ def read_messages(path: Path, setup: SimSetup) -> tuple[tuple[int, int, int, int
             raise TrafficError(f"{where}: a message has 4 fields (src,dst,bytes,t), not "
                                f"{len(row)}.")
         src, dst, size, t = (cell.strip() for cell in row)
-        node, _, ep = src.partition(".")
-        if node not in nodes:
-            raise TrafficError(f"{where}: the source {src!r} names no node of the cluster.")
-        if ep and ep not in eps:
-            raise TrafficError(f"{where}: node {node} has no endpoint {ep!r} (it has "
-                               f"{', '.join(eps)}).")
+        node, ep = _source(where, src, nodes, eps)
         if dst != "*" and dst not in nodes:
             raise TrafficError(f"{where}: the destination {dst!r} names no node of the cluster "
                                f"(or '*' for a broadcast).")
@@ -304,6 +299,18 @@ def read_messages(path: Path, setup: SimSetup) -> tuple[tuple[int, int, int, int
         raise TrafficError(f"The traffic file {path} holds no messages.")
     return tuple(sorted(out, key=lambda m: (m[0], m[1], m[2])))
 
+
+
+def _source(where: str, src: str, nodes, eps) -> tuple[str, str]:
+    """``(node, endpoint)`` of a traffic source ``node`` or ``node.endpoint`` (endpoint ''
+    for every endpoint of the node), or a TrafficError located at ``where``."""
+    node, dot, ep = src.partition(".")
+    if node not in nodes:
+        raise TrafficError(f"{where}: the source {src!r} names no node of the cluster.")
+    if dot and ep not in eps:
+        raise TrafficError(f"{where}: node {node} has no endpoint {ep!r} (it has "
+                           f"{', '.join(eps)}).")
+    return node, ep
 
 def read_pairs(text: str, setup: SimSetup) -> tuple[tuple[int, int, int], ...]:
     """The pairs of pair traffic ``text``, ``pair:SRC:DST`` or several ``SRC:DST`` joined by
@@ -331,19 +338,14 @@ def read_pairs(text: str, setup: SimSetup) -> tuple[tuple[int, int, int], ...]:
         if not colon or not src or not dst or ":" in dst:
             raise TrafficError(f"{where}: {item!r} is not SRC:DST (SRC a node or "
                                f"node.endpoint, DST a node).")
-        node, dot, ep = src.partition(".")
-        if node not in nodes:
-            raise TrafficError(f"{where}: the source {src!r} names no node of the cluster.")
-        if dot and ep not in eps:
-            raise TrafficError(f"{where}: node {node} has no endpoint {ep!r} (it has "
-                               f"{', '.join(eps)}).")
+        node, ep = _source(where, src, nodes, eps)
         if dst not in nodes:
             raise TrafficError(f"{where}: the destination {dst!r} names no node of the "
                                f"cluster.")
         if dst == node:
             raise TrafficError(f"{where}: node {node} sends to itself; the network carries "
                                f"packets between nodes.")
-        for e in [eps.index(ep)] if dot else range(len(eps)):
+        for e in [eps.index(ep)] if ep else range(len(eps)):
             if any(p[:2] == (nodes[node], e) for p in out):
                 raise TrafficError(f"{where}: endpoint {node}.{eps[e]} is in two pairs; each "
                                    f"endpoint sends to one destination.")
