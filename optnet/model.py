@@ -129,6 +129,10 @@ _CRC_BITS = {"crc32": 32, "crc16": 16, "none": 0}
 #: by the receiving link layer and its pulse at the sending router.
 CREDIT_CYCLES = 2
 
+#: The link layers' go-back timer, network cycles, where the link is fast enough for it
+#: (:meth:`ModelParams.go_back_timeout`).
+GO_BACK_TIMEOUT = 1024
+
 #: Replay-buffer entries beyond the round trip and three frames: the clock crossings and
 #: pipelines at both ends.
 _WINDOW_SLACK = 16
@@ -361,6 +365,21 @@ class ModelParams:
                            self.crc_bits).frame
         full = probe.max_flits + probe.header_units
         return max(self.window, round_trip + 3 * full + _WINDOW_SLACK)
+
+    def go_back_timeout(self, link: Link) -> int:
+        """Network cycles the link layer of ``link`` waits for its acknowledgement to move
+        before it goes back and resends (its timer restarts at each acknowledgement while
+        the replay buffer holds flits).
+
+        The buffer also queues flits the link has not sent yet, so on a link slower than
+        the network clock the first acknowledgement after the buffer fills comes a whole
+        :meth:`replay_window` of units later, and the next ones a frame apart: twice the
+        window's time on the link, and never less than :data:`GO_BACK_TIMEOUT`. (On the
+        ULX3S ring's 2 x 160 Mb/s links, 6.25 cycles a unit, a fixed 1,024 cycles
+        expired while both directions streamed, and each go-back resent frames the far end
+        had taken: 58 % of the links' rate.)"""
+        per_unit = self.unit_time(link) * self.clock
+        return max(GO_BACK_TIMEOUT, math.ceil(2 * self.replay_window(link) * per_unit))
 
     def credit_loop(self, link: Link) -> Fraction:
         """Seconds from a router spending a credit on its output to ``link`` until that

@@ -580,3 +580,20 @@ def test_every_example_covers_its_credit_loops(example, depth):
     assert params.buffer_depth == depth
     assert all(params.vc_share(link) == 1 for link in routed.cluster.links)
     assert plan(routed, one_per_role=True)[0].router.depth == depth
+
+
+@pytest.mark.parametrize(("example", "timeout"), [("bluedbm_20", 1024), ("ulx3s_ring4", 2538)])
+def test_the_go_back_timer_outlasts_a_full_replay_buffer(example, timeout):
+    # BlueDBM's link moves a unit a cycle and its window's time is well under the floor;
+    # the ULX3S ring's takes 6.25 cycles a unit (32 bits at 256 Mb/s, 50 MHz): twice its
+    # 203-unit window is 2,538 cycles
+    from optnet.model import GO_BACK_TIMEOUT
+    from optnet.plan import plan
+
+    routed = linted_example(example).routed
+    params = model_params(routed.cluster)
+    link = routed.cluster.links[0]
+    per_unit = params.unit_time(link) * params.clock
+    assert params.go_back_timeout(link) == timeout
+    assert timeout >= GO_BACK_TIMEOUT and timeout >= 2 * params.replay_window(link) * per_unit
+    assert {p.link.timeout for p in plan(routed, one_per_role=True)[0].ports} == {timeout}

@@ -231,7 +231,7 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False,
     depth = params.buffer_depth
     waits = Waits.of(net, len(eps), depth)
     plans = []
-    configs: dict[tuple[int, int, int], LinkConfig] = {}
+    configs: dict[tuple, LinkConfig] = {}
     roles: set[tuple] = set()
     xcvrs: dict[tuple, XcvrPlan] = {}
     xcvr_findings: list[Finding] = []
@@ -246,7 +246,8 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False,
             own, far = (link.a, link.b) if c % 2 == 0 else (link.b, link.a)
             width = _user_width(link.phy, link.lanes, node.board.family)
             links.append((routed.net.out_port[c], own, far, link, width,
-                          params.replay_window(link) if direct is None else 0))
+                          (params.replay_window(link), params.go_back_timeout(link))
+                          if direct is None else (0, 0)))
         role = (node.board.name, tuple((p, own.port, own.lanes, link.phy, link.line_rate, w,
                                         win) for p, own, _, link, w, win in links))
         if one_per_role and role in roles:
@@ -267,11 +268,12 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False,
         ports = []
         fam = families.family(node.board.family)
         side_ram = fam.wide_ram
-        for p, own, far, link, width, window in links:
-            key = (width, p, window, side_ram)   # one per key is shared by all nodes
+        for p, own, far, link, width, (window, timeout) in links:
+            key = (width, p, window, timeout, side_ram)   # one per key is shared by all nodes
             if key not in configs:
                 configs[key] = LinkConfig(fmt, width, f"phy{p}", depth, window=window,
-                                          crc_bits=params.crc_bits, side_ram=side_ram)
+                                          crc_bits=params.crc_bits, side_ram=side_ram,
+                                          timeout=timeout)
             ports.append(PortPlan(
                 p, routed.net.ports[x][p], own.port, own.lanes, link.phy,
                 int(link.line_rate.value), str(far), configs[key], xcvr.ports.get(p)))
