@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from optnet.cli import cli
 
-from .conftest import FIXTURES, ROOT
+from .conftest import FIXTURES, ROOT, linted_example
 from .hwtools import chromium
 
 EXAMPLES = ROOT / "examples"
@@ -116,9 +116,35 @@ def test_html_is_self_contained_with_every_plot(ring):
     page = _outline(html)
     assert page.headings[:2] == ["optnet report: plasticnet_ring4", "Cluster plasticnet_ring4"]
     assert {"Latency", "Bandwidth", "Collectives", "Model parameters"} <= set(page.headings)
-    # topology, breakdown bars, heat map, channel load, bandwidth curves
-    assert page.svgs == 5
+    # topology, breakdown bars, heat map, channel load, latency against load, bandwidth curves
+    assert page.svgs == 6
+    assert "Mean latency against load, uniform traffic (model)" in html
     assert not re.search(r"""(src|href)=["'](?!#)""", html), "the page loads nothing"
+
+
+def test_the_load_curve_adds_each_hops_queue_to_the_zero_load_latency():
+    # PlasticNet+'s ring of four: 4/3 hops on average between distinct nodes (1, 2, 1)
+    from optnet.report.summary import cluster_report
+
+    routed = linted_example("plasticnet_ring4").routed
+    doc = cluster_report(routed)
+    curve = doc["load_curve"]
+    matrix = doc["latency"]["matrix_ns"]
+    zero = sum(t for s, row in enumerate(matrix) for d, t in enumerate(row) if s != d) / 12
+    assert curve["zero_load_ns"] == pytest.approx(zero)
+    assert curve["saturation_bps_per_node"] == \
+        doc["bandwidth"]["traffic"]["uniform"]["saturation_bps_per_node"]
+    hops = doc["metrics"]["average_route_hops"]
+    assert hops == pytest.approx(4 / 3)
+    for point in curve["points"]:
+        f = point["load"]
+        assert point["bps_per_node"] == pytest.approx(f * curve["saturation_bps_per_node"])
+        assert point["latency_ns"] == pytest.approx(
+            zero + hops * curve["packet_ns"] * f / (2 * (1 - f)), rel=1e-6)
+    # at half load, half a longest packet's time more per hop: its 1,170 ns packets are
+    # twice its 535 ns zero-load latency, so the model itself is at 2.46x there
+    half = next(p for p in curve["points"] if p["load"] == 0.5)
+    assert half["latency_ns"] / zero == pytest.approx(2.46, abs=0.01)
 
 
 def test_several_clusters_side_by_side(bee3):
@@ -130,7 +156,7 @@ def test_several_clusters_side_by_side(bee3):
     jsonschema.validate(doc, SCHEMA)
     assert [c["cluster"] for c in doc["clusters"]] == [Path(f).stem for f in BEE3]
     page = _outline((bee3 / "report.html").read_text())
-    assert page.headings.count("Latency") == 4 and page.svgs == 20
+    assert page.headings.count("Latency") == 4 and page.svgs == 24
 
 
 def test_report_is_deterministic_across_hash_seeds(tmp_path):
@@ -176,7 +202,7 @@ def test_html_renders_in_headless_chromium(bee3, tmp_path):
     dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path).stdout
     rendered = _outline(dom)
-    assert rendered.headings.count("Collectives") == 4 and rendered.svgs == 20
+    assert rendered.headings.count("Collectives") == 4 and rendered.svgs == 24
     assert rendered.headings[1] == "Comparison"
 
 

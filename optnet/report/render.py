@@ -157,7 +157,7 @@ def _sections(doc: dict, figures: dict[str, str]) -> list[Section]:
         Table(("traffic", "saturation per node"), traffic),
         Table(("managed endpoint", "window (packets)", "needed", "covers the loop",
                "share of the path's rate"), credits) if credits else None) if t),
-        (figures["load"],)))
+        tuple(f for f in (figures["load"], figures["curve"]) if f)))
     shown = (64, 65536, 16 * 2**20)
     coll_rows = []
     for name, row in doc["collectives"].items():
@@ -220,6 +220,15 @@ def _figures(routed: Routed, doc: dict) -> dict[str, str]:
     figures["breakdown"] = plots.bars(f"Latency by component, {name}", rows, "ns")
     figures["load"] = plots.bars(f"Channel load of alltoall (busiest 16), {name}",
                                  _channel_load(routed), "transfers")
+    curve = doc["load_curve"]
+    figures["curve"] = None if curve is None else plots.curve(
+        f"Mean latency against load, uniform traffic (model), {name}",
+        {"uniform": [(p["bps_per_node"] / 1e9, p["latency_ns"],
+                      f"{p['load']:.0%} of saturation: {p['bps_per_node'] / 1e9:.3g} Gb/s per "
+                      f"node, {p['latency_ns']:,.0f} ns") for p in curve["points"]]},
+        "throughput per node (Gb/s)", "mean latency (ns)",
+        vertical=(curve["saturation_bps_per_node"] / 1e9, "saturation"),
+        horizontal=(curve["zero_load_ns"], "zero load"))
     series = {c: [(point["bytes"], point["bps"] / 1e9) for point in row["curve"]]
               for c, row in doc["collectives"].items()
               if c != "barrier" and "startup_ns" in row}

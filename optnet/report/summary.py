@@ -32,6 +32,9 @@ MESSAGE_SIZES = tuple(64 * 4**k for k in range(10))
 #: Payload sizes (bits) of the packet-overhead curves.
 PACKET_SIZES = tuple(32 << k for k in range(10))
 
+#: Offered loads of the latency-throughput curve, as fractions of the saturation load.
+CURVE_LOADS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
+
 
 def _ns(seconds: Fraction) -> float:
     return round(float(seconds) * 1e9, 3)
@@ -64,6 +67,7 @@ def cluster_report(routed: Routed, params: ModelParams | None = None,
         "parameters": _parameters(params),
         "latency": _latency(routed, params, names, matrix, far),
         "bandwidth": _bandwidth(routed, params, metrics),
+        "load_curve": _load_curve(routed, params, metrics, matrix),
         "collectives": _collectives(routed, params, matrix),
         "metrics": {key: metrics[key] for key in ("diameter_hops", "average_route_hops",
                                                   "bisection", "path_diversity")},
@@ -154,6 +158,31 @@ def _bandwidth(routed: Routed, params: ModelParams, metrics: dict) -> dict:
         rate = params.stream_rate(cluster.links[0])
         out["multipath_bps"] = _bps(multipath_rate(routed.net.size, rate))
     return out
+
+
+def _load_curve(routed: Routed, params: ModelParams, metrics: dict, matrix) -> dict | None:
+    """Uniform traffic's mean latency against its throughput per node, by the model.
+
+    The zero-load latency (mean over the pairs) plus, at each hop of the mean route, the
+    wait of an M/D/1 queue whose server is the slowest link sending a longest packet,
+    ``f / (2 (1 - f))`` packet times at a fraction ``f`` of the saturation load: every hop
+    as busy as the busiest channel, so an upper bound below saturation. None when uniform
+    traffic has no saturation (a single node)."""
+    uniform = metrics["traffic"].get("uniform")
+    n = len(matrix)
+    if uniform is None or n < 2 or not routed.cluster.links:
+        return None
+    zero = sum((t for s, row in enumerate(matrix) for d, t in enumerate(row) if s != d),
+               Fraction(0)) / (n * (n - 1))
+    packet = max(params.flit_time(link) for link in routed.cluster.links) * params.packet_flits
+    hops = Fraction(metrics["average_route_hops"]).limit_denominator(10**6)
+    saturation = uniform["saturation_bps_per_node"]
+    return {"pattern": "uniform", "zero_load_ns": _ns(zero),
+            "saturation_bps_per_node": saturation, "packet_ns": _ns(packet),
+            "points": [{"load": f, "bps_per_node": f * saturation,
+                        "latency_ns": _ns(zero + hops * packet * Fraction(f).limit_denominator(
+                            1000) / (2 * (1 - Fraction(f).limit_denominator(1000))))}
+                       for f in CURVE_LOADS]}
 
 
 def _packet(params: ModelParams, link: Link, payload_bits: int) -> tuple[int, Fraction]:
