@@ -43,6 +43,7 @@ of flits in a full frame: one header unit for wide flits, several for narrow one
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 __all__ = ["HEADER_MARKER", "MAX_FLITS", "PAD_MARKER", "FrameFormat", "LinkFrame",
@@ -209,6 +210,9 @@ def credit_bits(depth: int) -> int:
     return max(1, (depth - 1).bit_length()) + 2
 
 
+# (cached: the plan and the model ask for each link's frame many times, and a search over
+# header sizes takes about a millisecond)
+@functools.cache
 def link_frame(unit: int, vcs: int, depth: int, window: int, crc_bits: int) -> LinkFrame:
     """The frame and replay buffer of a link layer: ``unit``-bit flits on ``vcs`` VCs into a
     router buffer of ``depth`` flits per VC, at least ``window`` flits in flight, and a

@@ -191,13 +191,15 @@ def simulate(name, packets_per_endpoint, bcast=0.05, ber=0.0, seed=1, max_cycles
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["ring4", "torus2x2", "full4"])
 def test_cluster_delivers_every_packet_once_in_order(name):
-    expected, received, done = simulate(name, packets_per_endpoint=120)
+    # 50 packets per endpoint (about 460 deliveries) run each of these clusters through
+    # thousands of cycles of contention in about two minutes under Amaranth's simulator.
+    expected, received, done = simulate(name, packets_per_endpoint=50)
     assert not done["partial"]
     assert all(v == 0 for v in done["dropped"].values())
     assert set(received) <= set(expected)
     for key, packets in expected.items():
         assert received.get(key, []) == packets, f"flow {key} after {done['cycles']} cycles"
-    assert sum(len(v) for v in expected.values()) >= 1000
+    assert sum(len(v) for v in expected.values()) >= 400
 
 
 @pytest.mark.slow

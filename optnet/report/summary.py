@@ -177,12 +177,15 @@ def _load_curve(routed: Routed, params: ModelParams, metrics: dict, matrix) -> d
     packet = max(params.flit_time(link) for link in routed.cluster.links) * params.packet_flits
     hops = Fraction(metrics["average_route_hops"]).limit_denominator(10**6)
     saturation = uniform["saturation_bps_per_node"]
+    points = []
+    for f in CURVE_LOADS:
+        share = Fraction(f).limit_denominator(1000)
+        wait = hops * packet * share / (2 * (1 - share))
+        points.append({"load": f, "bps_per_node": f * saturation,
+                       "latency_ns": _ns(zero + wait)})
     return {"pattern": "uniform", "zero_load_ns": _ns(zero),
             "saturation_bps_per_node": saturation, "packet_ns": _ns(packet),
-            "points": [{"load": f, "bps_per_node": f * saturation,
-                        "latency_ns": _ns(zero + hops * packet * Fraction(f).limit_denominator(
-                            1000) / (2 * (1 - Fraction(f).limit_denominator(1000))))}
-                       for f in CURVE_LOADS]}
+            "points": points}
 
 
 def _packet(params: ModelParams, link: Link, payload_bits: int) -> tuple[int, Fraction]:
