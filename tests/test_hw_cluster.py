@@ -1,5 +1,8 @@
 """Whole clusters in simulation: YAML -> lint -> route -> plan -> NodeTop per node, links
-joined by the link model, random traffic between all pairs on all endpoints."""
+joined by the link model, random traffic between all pairs on all endpoints.
+
+Amaranth's simulator takes minutes per four-node run; the 16-node cascade torus runs under
+Verilator instead (tests/test_sim.py, mixed load on tests/hw/torus4x4_cascade.yaml)."""
 
 from __future__ import annotations
 
@@ -210,7 +213,7 @@ def test_every_node_broadcasting_heavily_delivers_everything(name, ready):
     # multicasts took their VCs with credit for all but the tail, two broadcasting nodes
     # of a ring deadlocked within a few hundred cycles (a branch held its VC while a
     # sibling waited for credit).
-    expected, received, done = simulate(name, packets_per_endpoint=30, bcast=0.6, seed=3,
+    expected, received, done = simulate(name, packets_per_endpoint=20, bcast=0.6, seed=3,
                                         ready=ready, stall=3000)
     assert not done["partial"]
     assert all(v == 0 for v in done["dropped"].values())
@@ -237,29 +240,6 @@ def test_a_short_cascade_run_delivers_every_broadcast_once():
                                         seed=2)
     assert not done["partial"] and received == expected, f"after {done['cycles']} cycles"
     assert all(v == 0 for v in done["dropped"].values())
-
-
-@pytest.mark.slow
-def test_cascade_on_a_4x4_torus_delivers_every_broadcast_once_under_load():
-    # Issue 20: CusComNet's network, cascade broadcast. Every endpoint of every node sends
-    # random unicasts and broadcasts (the two endpoints in different priority classes),
-    # users taking beats at random: every broadcast reaches every other node exactly once,
-    # in its source's order, every unicast arrives once, nothing is dropped. A broadcast
-    # takes a path of up to four links (k^ = 4), each node storing it whole and forwarding
-    # it once its predecessor's copies are in.
-    expected, received, done = simulate("torus4x4_cascade", packets_per_endpoint=3,
-                                        bcast=0.3, seed=3, stall=5000)
-    assert not done["partial"]
-    assert all(v == 0 for v in done["dropped"].values())
-    assert set(received) <= set(expected)
-    for key, packets in expected.items():
-        assert received.get(key, []) == packets, f"flow {key} after {done['cycles']} cycles"
-    broadcasts = [(node, e, i) for (node, e), items in done["traffic"].items()
-                  for i, (dst, _) in enumerate(items) if dst is None]
-    assert len(broadcasts) >= 10 and len({node for node, _, _ in broadcasts}) >= 8
-    ids = _ids("torus4x4_cascade")
-    for node, e, i in broadcasts:
-        assert len(done["arrived"][ids[node], e, i]) == 15
 
 
 @pytest.mark.slow
