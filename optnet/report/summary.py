@@ -165,9 +165,10 @@ def _load_curve(routed: Routed, params: ModelParams, metrics: dict, matrix) -> d
 
     The zero-load latency (mean over the pairs) plus, at each hop of the mean route, the
     wait of an M/D/1 queue whose server is the slowest link sending a longest packet,
-    ``f / (2 (1 - f))`` packet times at a fraction ``f`` of the saturation load: every hop
-    as busy as the busiest channel, so an upper bound below saturation. None when uniform
-    traffic has no saturation (a single node)."""
+    ``f / (2 (1 - f))`` packet times at a fraction ``f`` of the saturation load, every hop
+    as busy as the busiest channel (an estimate: the routers' head-of-line blocking, which
+    the model leaves out, adds to it; docs/report.md). None when uniform traffic has no
+    saturation (a single node)."""
     uniform = metrics["traffic"].get("uniform")
     n = len(matrix)
     if uniform is None or n < 2 or not routed.cluster.links:
