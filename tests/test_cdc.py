@@ -380,11 +380,13 @@ def _all_roles():
     differ only in which ports carry which PHY, or in how many lanes, add no new crossing
     (BEE3's four clusters differ only so, and one of them stands for all). PlasticNet+'s
     first role is the fast tier's (test_every_crossing_of_a_xilinx_node_...)."""
-    fast = _roles("plasticnet_ring4")[0]
-    params, seen = [], {(fast[1].family, frozenset(p.phy for p in fast[0].ports))}
+    def kind(plan, board):
+        return board.family, frozenset(p.phy for p in plan.ports)
+
+    params, seen = [], {kind(*_roles("plasticnet_ring4")[0])}
     for stem in EXAMPLES:
         for i, (plan, board) in enumerate(_roles(stem)):
-            key = (board.family, frozenset(p.phy for p in plan.ports))
+            key = kind(plan, board)
             if key not in seen:
                 seen.add(key)
                 params.append(pytest.param(stem, i, id=f"{stem}-{i}", marks=pytest.mark.slow))

@@ -300,7 +300,6 @@ def read_messages(path: Path, setup: SimSetup) -> tuple[tuple[int, int, int, int
     return tuple(sorted(out, key=lambda m: (m[0], m[1], m[2])))
 
 
-
 def _source(where: str, src: str, nodes, eps) -> tuple[str, str]:
     """``(node, endpoint)`` of a traffic source ``node`` or ``node.endpoint`` (endpoint ''
     for every endpoint of the node), or a TrafficError located at ``where``."""
@@ -311,6 +310,7 @@ def _source(where: str, src: str, nodes, eps) -> tuple[str, str]:
         raise TrafficError(f"{where}: node {node} has no endpoint {ep!r} (it has "
                            f"{', '.join(eps)}).")
     return node, ep
+
 
 def read_pairs(text: str, setup: SimSetup) -> tuple[tuple[int, int, int], ...]:
     """The pairs of pair traffic ``text``, ``pair:SRC:DST`` or several ``SRC:DST`` joined by
