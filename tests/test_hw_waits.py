@@ -26,13 +26,14 @@ def _unicast(port, vc):
     return 1 << 3 | vc << 2 | port    # valid | vc | port, with 2 port bits and 1 VC bit
 
 
-def _router(multicast_credits):
+def _router(multicast_credits, quiet=0):
     # dst 1 -> port 1, dst 2 -> port 2, dst 0 -> local on VC 0, dst 3 -> local on VC 1;
     # group 0 -> ports 1 and 2, both on VC 0
     uni = [_unicast(0, 0), _unicast(1, 0), _unicast(2, 0), _unicast(0, 1)] + [0] * 4
     multi = [0b0110] + [0] * 7
     return Router(RouterConfig(FMT, PORTS, CREDITS, (CREDITS,) * PORTS, tuple(uni),
-                               tuple(multi), multicast_credits=multicast_credits))
+                               tuple(multi), multicast_credits=multicast_credits,
+                               quiet=quiet))
 
 
 def _packet(dst, flits, mcast=0, tag=0):
@@ -124,9 +125,34 @@ def test_the_local_output_carries_one_packet_at_a_time_whatever_its_vc():
     assert got[0][3][0] >= 150
 
 
+def _trickle(packet, start, every):
+    # a packet's flits arriving one every ``every`` cycles from ``start`` on
+    return [(start + i * every, 0, [flit]) for i, flit in enumerate(packet)]
+
+
+def test_a_packet_streaming_in_waits_for_its_tail_while_the_local_output_is_in_use():
+    # Input 2's 6-flit packet holds the local output from the start; input 1's 4-flit
+    # packet streams in a flit every 4 cycles from cycle 2 (its tail at 14), input 3's
+    # arrives whole at cycle 4. The whole packet goes next, and input 1's once its tail is
+    # in, back to back (the output is not quiet for 6 cycles in between).
+    script = {1: _trickle(_packet(0, 4, tag=1), 2, 4), 2: [(0, 0, _packet(0, 6, tag=2))],
+              3: [(4, 0, _packet(0, 4, tag=3))]}
+    got = _run_router(_router(None, quiet=6), script, cycles=120)[0]
+    assert [data >> 8 for _, data, head, _ in got if not head] == [2] * 5 + [3] * 3 + [1] * 3
+    times = [t for t, *_ in got]
+    assert times[-4] > 14 and times[-1] - times[-4] == 3, times
+
+
+def test_a_lone_packet_cuts_through_a_quiet_local_output():
+    # The same streaming packet, alone: its head leaves before its second flit arrives.
+    got = _run_router(_router(None, quiet=6), {1: _trickle(_packet(0, 4, tag=1), 20, 10)},
+                      cycles=80)[0]
+    assert len(got) == 4 and got[0][0] < 30
+
+
 def test_the_hub_injects_one_packet_at_a_time():
-    # Endpoint 0 (VC 0) is mid-packet without router credit; endpoint 1 (VC 1, credit to
-    # spare) waits for it: W(inject) -> F(inject, 0) in the proof.
+    # Endpoint 0 (to node 0: VC 0) is mid-packet without router credit; endpoint 1 (to node
+    # 1: VC 1, credit to spare) waits for it: W(inject) -> F(inject, 0) in the proof.
     hub = LocalHub(FMT, endpoints=2, router_depth=2)
     taken = []
 
@@ -136,7 +162,9 @@ def test_the_hub_injects_one_packet_at_a_time():
         for cycle in range(120):
             for e in range(2):
                 ctx.set(hub.ep_tx[e].valid, sent[e] < 4 and (e == 0 or cycle >= 5))
-                ctx.set(hub.ep_tx[e].payload, {"data": e << 8 | sent[e], "head": sent[e] == 0,
+                # (a head's low bits are its destination: node e)
+                ctx.set(hub.ep_tx[e].payload, {"data": e << 8 | (sent[e] or e),
+                                               "head": sent[e] == 0,
                                                "tail": sent[e] == 3, "vc": 0})
             ctx.set(hub.to_router_cred, (60 <= cycle < 64) | (90 <= cycle < 92) << 1)
             for e in range(2):

@@ -79,7 +79,7 @@ handshake.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -630,9 +630,15 @@ class Endpoint(wiring.Component):
 class LocalHub(wiring.Component):
     """Joins a node's endpoints to the router's local port.
 
-    Sending, it picks an endpoint round robin at packet boundaries and injects on VC
-    ``index % vcs`` while the router's local input has credit; receiving, it steers each
-    packet to the endpoint named in its header and returns a credit per flit taken.
+    Sending, it picks an endpoint round robin at packet boundaries and injects a unicast on
+    VC ``destination id % vcs`` (a broadcast on ``index % vcs``) while the router's local
+    input has credit on it; receiving, it steers each packet to the endpoint named in its
+    header and returns a credit per flit taken.
+
+    The router's input queues are FIFOs: a packet whose output is busy holds every packet
+    behind it in its VC. An endpoint's packets to one destination share one VC, so they stay
+    in order, while packets to destinations on other VCs go past a blocked head (a node with
+    one endpoint would otherwise inject on one VC only).
 
     Members
     -------
@@ -664,21 +670,34 @@ class LocalHub(wiring.Component):
         m.submodules.arb = arb = RoundRobin(E)
         owner = Signal(range(max(E, 2)))
         busy = Signal()
-        ok = [credit[i % V] != 0 for i in range(E)]
+        # the VC of the packet being sent (its head's), and of each endpoint's next head
+        cur = Signal(range(max(V, 2)))
+        vc_of = []
+        for i in range(E):
+            head = data.View(f.header, self.ep_tx[i].payload.data[:f.header_bits])
+            vc = Signal.like(cur, name=f"inject_vc{i}")
+            if V > 1:
+                m.d.comb += vc.eq(Mux(head.mcast, i % V, head.dst % V))
+            vc_of.append(vc)
+        has = Cat(c != 0 for c in credit)
+        ok = [has.bit_select(vc_of[i], 1) for i in range(E)]
         m.d.comb += arb.requests.eq(Cat(self.ep_tx[i].valid & ok[i] for i in range(E)))
         take = Signal(E)
         with m.If(busy):
-            m.d.comb += take.eq(Cat((owner == i) & ok[i] for i in range(E)))
+            m.d.comb += take.eq(Cat(owner == i for i in range(E))
+                                & has.bit_select(cur, 1).replicate(E))
         with m.Else():
             m.d.comb += [take.eq(arb.grant), arb.advance.eq(1)]
         spent = Signal(V)
         for i in range(E):
             port = self.ep_tx[i]
+            vc = Mux(busy, cur, vc_of[i])
             m.d.comb += port.ready.eq(take[i])
             with m.If(take[i] & port.valid):
                 m.d.comb += [self.to_router.valid.eq(1), self.to_router.payload.eq(port.payload),
-                             self.to_router.payload.vc.eq(i % V), spent[i % V].eq(1)]
-                m.d.sync += [busy.eq(~port.payload.tail), owner.eq(i)]
+                             self.to_router.payload.vc.eq(vc),
+                             spent.eq(Const(1, V) << vc)]
+                m.d.sync += [busy.eq(~port.payload.tail), owner.eq(i), cur.eq(vc)]
         for v in range(V):
             with m.If(spent[v] & ~self.to_router_cred[v]):
                 m.d.sync += credit[v].eq(credit[v] - 1)

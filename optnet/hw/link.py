@@ -144,6 +144,9 @@ class LinkLayer(wiring.Component):
     -------
     tx_flit : In(stream.Signature(flit))
         Flits to send, from the router's output port.
+    tx_room : Out(1)
+        A flit offered next cycle will be taken: the replay window has room for it besides
+        any taken now (the router's :attr:`~optnet.hw.router.Router.room`).
     rx_flit : Out(stream.Signature(flit, always_ready=True))
         Flits received in order, to the router's input port.
     cred_local : In(V)
@@ -180,6 +183,7 @@ class LinkLayer(wiring.Component):
         f = config.fmt
         return wiring.Signature({
             "tx_flit": In(stream.Signature(f.flit)),
+            "tx_room": Out(1),
             "rx_flit": Out(stream.Signature(f.flit, always_ready=True)),
             "cred_local": In(f.vcs),
             "cred_remote": Out(f.vcs),
@@ -244,7 +248,8 @@ class LinkLayer(wiring.Component):
         # lost its head: it is taken from the router and dropped (and credited at once, see
         # the receiver), up to its tail.
         accept = Signal()
-        m.d.comb += accept.eq(self.tx_flit.valid & self.tx_flit.ready)
+        m.d.comb += [accept.eq(self.tx_flit.valid & self.tx_flit.ready),
+                     self.tx_room.eq(self.up & ~rf & (in_flight + accept < W))]
         open_tx = Signal(V)      # the last flit taken on the VC was not a tail
         dropping = Signal(V)
         with m.If(rf):

@@ -79,7 +79,12 @@ proof models the sibling wait wherever a packet could still be longer
 under heavy unicast load on its VCs it can wait long (no starvation bound).
 
 The local output (port 0) carries one packet at a time whatever its VC, so endpoints see
-whole packets; link outputs interleave the packets of different VCs flit by flit.
+whole packets; link outputs interleave the packets of different VCs flit by flit. The port
+that all of a node's traffic leaves by must not idle between packets (one cycle a packet is
+6 % of it with 16-flit packets): once the packet holding it has its tail at its front, unicast
+heads for it bid already, and the allocators let such a bid through only when the output is
+free in its cycle (the tail was sent the cycle before), so the next head follows the tail
+directly and never joins a packet that is still going.
 
 Flow control is credit based on every port: an output sends only when the downstream
 buffer of the flit's VC has room (``credits`` per port, returned on ``cred_in``); an input
@@ -87,6 +92,11 @@ returns one credit per flit it frees on ``cred_out``, one cycle after the flit's
 (with block RAM buffers, after its last traversal; a dropped flit: one cycle after it is
 discarded). Outputs also honour ``ready``, so a link layer that cannot take a flit this
 cycle stalls its port; ``ready`` feeds allocation directly and should come from a register.
+With block RAM buffers a stalled output holds its input (above), so a receiver says with
+``room`` whether it will take a flit offered next cycle (besides any it takes now): an
+output takes no new flit while its receiver has no room (a link layer whose replay window is
+full). Without ``room`` (all ones, as on the local port) an output stalls only when its
+receiver stops taking flits.
 
 Routing is the routing stage's destination-based tables (:mod:`optnet.routing.tables`): the
 unicast table maps a destination id to an output port and the VC to use on it; the
@@ -175,7 +185,7 @@ class Router(wiring.Component):
         return InputBuffer(config.fmt.flit, _control_layout(config), config.fmt.vcs,
                            config.depth, derived=derived,
                            block=config.block_buffers, local=_ored_local(config),
-                           sync_read=_held(config))
+                           sync_read=_held(config), whole=config.quiet > 0)
 
     @staticmethod
     def signature_of(config: RouterConfig) -> wiring.Signature:
@@ -186,6 +196,7 @@ class Router(wiring.Component):
             "cred_out": Out(v).array(p),
             "out": Out(stream.Signature(f.flit)).array(p),
             "cred_in": In(v).array(p),
+            "room": In(p, init=(1 << p) - 1),
             "dropped": Out(16),
         }
         if config.block_tables:
@@ -212,6 +223,11 @@ class Router(wiring.Component):
         stall = _named(m, Cat(self.out[q].valid & ~self.out[q].ready for q in range(P)),
                        "stall")
         held = _held(cfg)
+        # ``full``: outputs that take no new flit this cycle. With ``held`` a flit that would
+        # stall next cycle keeps its input's read register, and so every other flit of that
+        # input, waiting: an output whose receiver has no ``room`` for a flit next cycle
+        # takes none.
+        full = _named(m, stall | ~self.room, "full") if held else stall
         if held:
             # The flits are read synchronously (block RAM) and an output shows the read
             # register of the input granted to it (``stage[q]``, one-hot, and the flit's
@@ -238,8 +254,8 @@ class Router(wiring.Component):
                 u = c.as_unsigned()
                 zero.append(~c[-1] | back)
                 one.append((~c[-1] & u[:-1].any()) | (~u.any() & back))
-            ahead[0].append(_named(m, Cat(zero) & ~stall, f"ahead0_{w}"))
-            ahead[1].append(_named(m, Cat(one) & ~stall, f"ahead1_{w}"))
+            ahead[0].append(_named(m, Cat(zero) & ~full, f"ahead0_{w}"))
+            ahead[1].append(_named(m, Cat(one) & ~full, f"ahead1_{w}"))
 
         # -- the bids (round robin; see _bid_allocate) ------------------------------------
         # ``head_bids[q]``, bit w: some input's registered bid is that of a unicast head that
@@ -337,7 +353,8 @@ class Router(wiring.Component):
                 m.submodules[f"buf{p}"] = buf = self.input_buffer(cfg)
             else:
                 buf = instantiate(m, f"buf{p}", self.buffers,
-                                  InputBuffer.signature_of(f.flit, ctrl, V, _ored_local(cfg)),
+                                  InputBuffer.signature_of(f.flit, ctrl, V, _ored_local(cfg),
+                                                          cfg.quiet > 0),
                                   {"sync": "sync"})
             bufs.append(buf)
             # Every flit of a packet is written with its head's route (``carried``, per VC), so
@@ -395,12 +412,39 @@ class Router(wiring.Component):
             return Cat(taken[0].any(), per_vc(key, [
                 Cat(taken[q][w] for q in range(P)) for w in range(V)])[1:])
 
+        # ``closing``: the packet that holds the local output has its tail at its front, so
+        # the output may be free from the next cycle. Unicast heads then bid for it already
+        # (``free0``), so that the next packet follows the tail with no idle cycle; the
+        # allocators keep a head's bid off the local output while it is still held
+        # (``ctx.held0``, a register: set when the tail was not sent after all).
+        closing = _named(m, _any_of([states[key].active & valid[key] & fronts[key].tail
+                                     & fronts[key].route.mask[0] for key in requesters]),
+                         "closing0")
+        free0 = _named(m, ~(vc_taken[0] & ~busy[0]).any() & (~busy[0].any() | closing), "free0")
         # ``head_go[w]``, bit q: a unicast head may bid for VC w of output q: the VC is not
         # taken (on the local output, no VC is) and has the credit (``ahead_head``). Once per
         # output VC rather than per input VC.
-        head_go = [_named(m, Cat(~vc_taken[0].any() & ahead_head[w][0], *(
+        head_go = [_named(m, Cat(free0 & ahead_head[w][0], *(
             ~vc_taken[q][w] & ahead_head[w][q] for q in range(1, P))), f"head_go{w}")
             for w in range(V)]
+
+        # A head from a link may take the local output once its packet's tail is in its
+        # buffer, or while that output has been quiet for ``cfg.quiet`` cycles: the output
+        # carries one packet at a time, and a packet still streaming in over a link slower
+        # than the router holds it for its whole arrival (docs/hardware.md, "Ejection").
+        if cfg.quiet:
+            idle0 = Signal(range(cfg.quiet + 1), name="idle0", init=cfg.quiet)
+            with m.If(self.out[0].valid | busy[0].any()):
+                m.d.sync += idle0.eq(0)
+            with m.Elif(idle0 != cfg.quiet):
+                m.d.sync += idle0.eq(idle0 + 1)
+            quiet = _named(m, idle0 == cfg.quiet, "quiet0")
+
+            def ready0(p, v):
+                return bufs[p].whole[v] | quiet if p else Const(1)
+        else:
+            def ready0(p, v):
+                return Const(1)
 
         # -- stage A: every input VC's request, for the bid of the next cycle -------------
         # ``want[key]``: an active VC bids for the branches it has not sent yet; an idle VC
@@ -417,7 +461,8 @@ class Router(wiring.Component):
             want[p, v] = _named(m, others & (
                 Mux(st.active & valid[p, v], fr.route.mask & ~st.sent & per_vc((p, v), ahead[0]),
                     0)
-                | Mux(uni_head, fr.route.mask & per_vc((p, v), head_go), 0)), f"want{p}_{v}")
+                | Mux(uni_head, fr.route.mask & per_vc((p, v), head_go)
+                      & Cat(ready0(p, v), Const(-1, P - 1)), 0)), f"want{p}_{v}")
             if cfg.allocator == "islip":
                 cur_mask = fr.route.mask
                 follows = bufs[p].more[v] & ~fr.tail & (st.active | uni_head)
@@ -431,8 +476,9 @@ class Router(wiring.Component):
             for i, key in enumerate(requesters):
                 new_front[key] = new_front[key] | (mc_pend & mc_who[i] & complete)
         ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then, new_front=new_front,
+                              held0=busy[0].any(), closing=closing,
                               uni_heads=uni_heads, heads=heads, prios=prios, taken=vc_taken,
-                              stall=stall, in_ok=in_ok, bufs=bufs, fronts=fronts,
+                              stall=full, in_ok=in_ok, bufs=bufs, fronts=fronts,
                               states=states, vc_is=vc_is, ahead=ahead)
         if cfg.allocator == "round_robin":
             ctx.bid, ctx.bid_head, ctx.bid_single = bid, bid_head, bid_single
@@ -709,7 +755,10 @@ class Router(wiring.Component):
         for q in range(P):
             m.submodules[f"sa_out{q}"] = arb = RoundRobin(len(sources[q]), levels)
             out_arb.append(arb)
-            m.d.comb += [arb.requests.eq(Cat(bid[p][q] for p in sources[q])),
+            # (a head's bid for the local output counts once the packet holding it is gone)
+            held = ctx.held0 if q == 0 else Const(0)
+            m.d.comb += [arb.requests.eq(Cat(bid[p][q] & ~(held & bid_single[p].any())
+                                             for p in sources[q])),
                          arb.advance.eq(~ctx.stall[q])]
             if levels > 1:
                 m.d.comb += arb.priority.eq(Cat(bid_prio[p] for p in sources[q]))
@@ -743,10 +792,13 @@ class Router(wiring.Component):
             m.d.sync += may_bid.eq(Cat(
                 (want[v].any() & ~(b[v] & bidding & st[v].active & fr[v].tail))
                 | ctx.new_front[p, v] for v in range(V)))
+            # A unicast head for the local output may also bid when the packet holding that
+            # output is at its tail (``ctx.closing``): it did not want to the cycle before.
+            wait0 = [ctx.uni_heads[p, v] & fr[v].route.mask[0] & ctx.closing for v in range(V)]
             # (among the VCs but the bidding one, the VC after it first)
             choice = _named(m, round_robin_grant(
-                Cat(may_bid[v] & ~(b[v] & bidding) for v in range(V)), b, pr, levels),
-                f"choice{p}")
+                Cat((may_bid[v] | wait0[v]) & ~(b[v] & bidding) for v in range(V)), b, pr,
+                levels), f"choice{p}")
             fresh = _named(m, _any_of([Mux(choice[v], want[v], 0) for v in range(V)]),
                            f"fresh{p}")
             # (a unicast entry has the same VC on every port: port 0's says which)
@@ -914,6 +966,8 @@ class InputBuffer(wiring.Component):
     derived : dict of str to callable, optional
         Fields of ``ctrl`` that are not stored but computed, as ``derived[name](entry)``
         from the stored fields of the front entry (``w_ctrl``'s value of them is ignored).
+    whole : bool, optional
+        Count the tails in each queue, for :attr:`whole`.
 
     Members
     -------
@@ -925,6 +979,8 @@ class InputBuffer(wiring.Component):
         The queue of each VC is not empty.
     more : Out(vcs)
         The queue of each VC holds an entry behind its front.
+    whole : Out(vcs)
+        Only with ``whole``: the queue of each VC holds its front packet's tail.
     front : Out(ctrl).array(vcs)
         Control fields of each queue's front (meaningful when ``valid``).
     pop : In(vcs)
@@ -948,19 +1004,20 @@ class InputBuffer(wiring.Component):
 
     def __init__(self, flit: data.Layout, ctrl: data.Layout, vcs: int, depth: int,
                  derived: dict | None = None, block: bool = False, local: bool = False,
-                 sync_read: bool = True):
+                 sync_read: bool = True, whole: bool = False):
         self.vcs, self.depth = vcs, depth
         self.sync_read = sync_read
         self.derived = dict(derived or {})
         self.block = block
         self.local = local
-        super().__init__(self.signature_of(flit, ctrl, vcs, local))
+        self.whole_packets = whole
+        super().__init__(self.signature_of(flit, ctrl, vcs, local, whole))
 
     @staticmethod
     def signature_of(flit: data.Layout, ctrl: data.Layout, vcs: int,
-                     local: bool = False) -> wiring.Signature:
+                     local: bool = False, whole: bool = False) -> wiring.Signature:
         """The signature of an input buffer of these layouts and ``vcs`` queues (with the
-        ``local_*`` members if ``local``)."""
+        ``local_*`` members if ``local``, :attr:`whole` if ``whole``)."""
         members = {
             "w_en": In(1), "w_flit": In(flit), "w_ctrl": In(ctrl),
             "valid": Out(vcs), "more": Out(vcs), "front": Out(ctrl).array(vcs),
@@ -970,6 +1027,8 @@ class InputBuffer(wiring.Component):
         if local:
             members.update({"local_read": In(1), "local_hold": In(1),
                             "local_data": Out(flit)})
+        if whole:
+            members["whole"] = Out(vcs)
         return wiring.Signature(members)
 
     def elaborate(self, platform):
@@ -1069,6 +1128,15 @@ class InputBuffer(wiring.Component):
             with m.Elif(push):
                 m.d.sync += [self.valid[v].eq(1), more.eq(self.valid[v])]
             raddr.append((self.read_vc == v, v * D + rptr))
+            if self.whole_packets:
+                # tails in the queue: the first is the front packet's
+                tails = Signal(range(D + 1), name=f"tails{v}")
+                up, down = push & self.w_flit.tail, pop & front.tail
+                with m.If(up & ~down):
+                    m.d.sync += tails.eq(tails + 1)
+                with m.Elif(down & ~up):
+                    m.d.sync += tails.eq(tails - 1)
+                m.d.comb += self.whole[v].eq(tails != 0)
         top = Const(1, 1) if self.local else Const(0, 0)
         m.d.comb += [waddr_low.eq(_one_hot_or(waddr)), wport.addr.eq(Cat(waddr_low, top)),
                      raddr_low.eq(_one_hot_or(raddr)), rport.addr.eq(Cat(raddr_low, top))]

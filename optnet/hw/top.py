@@ -233,6 +233,7 @@ class NodeTop(wiring.Component):
             p = port.port
             link = self._link(m, LinkLayer, port)
             wiring.connect(m, router.out[p], link.tx_flit)
+            m.d.comb += router.room[p].eq(link.tx_room)
             wiring.connect(m, link.rx_flit, router.inp[p])
             m.d.comb += [link.cred_local.eq(router.cred_out[p]),
                          router.cred_in[p].eq(link.cred_remote)]

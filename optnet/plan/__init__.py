@@ -287,7 +287,8 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False,
             block_tables=fam.block_tables,
             multicast_credits=waits.branch_credits, node_id=node.id,
             block_buffers=(fmt.flit.size * depth * net.vcs >= _BLOCK_BUFFER_BITS),
-            granted=tuple(p.port for p in ports))
+            granted=tuple(p.port for p in ports),
+            quiet=max_packet if depth >= max_packet else 0)
         endpoints = tuple(EndpointConfig(
             fmt, node.id, i, ep.width, max_packet, waits.broadcast_flits, managed=ep.managed,
             buffer=int(ep.buffer.value) if ep.buffer is not None else 64,

@@ -188,6 +188,10 @@ class RouterConfig:
         Ports whose output starts with no credit, to be granted its ``credits`` by pulses
         on ``cred_in`` (a link layer's, :class:`~optnet.hw.link.LinkLayer`, which grants
         what the far end's buffer has free after a restart); the others start with all.
+    quiet : int
+        Cycles the local output must have carried nothing before a packet from a link whose
+        tail is not yet in its input buffer may take it (whole packets may at once); 0: any
+        packet may (cut-through). ``depth`` must hold the longest packet.
     """
 
     fmt: FlitFormat
@@ -203,6 +207,7 @@ class RouterConfig:
     block_buffers: bool = False
     node_id: int = 0
     granted: tuple[int, ...] = ()
+    quiet: int = 0
 
     def __post_init__(self):
         if len(self.credits) != self.ports:

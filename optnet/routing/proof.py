@@ -70,7 +70,8 @@ class Waits:
         Credits a multicast needs on every branch VC before it takes them (the router's
         ``multicast_credits``); the smallest downstream buffer of a link branch bounds it.
     inject_vcs : tuple of int
-        VCs the hub injects on (endpoint ``i`` on ``i % vcs``).
+        VCs the hub injects on (a unicast on its destination id modulo the VCs, a broadcast
+        of endpoint ``i`` on ``i % vcs``: every VC).
     receive_waits_for_send : bool
         An endpoint's receive side can wait for its transmit side (it cannot: credit grants
         queue in a FIFO that is never full).
@@ -96,7 +97,7 @@ class Waits:
         (:attr:`optnet.model.ModelParams.buffer_depth`)."""
         flits = broadcast_flits(int(network.max_packet.value), buffer)
         vcs = network.vcs
-        return cls(flits, flits - 1, tuple(sorted({i % vcs for i in range(endpoints)})))
+        return cls(flits, flits - 1, tuple(range(vcs)))
 
 
 @dataclass(frozen=True)
