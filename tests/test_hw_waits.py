@@ -33,7 +33,7 @@ def _router(multicast_credits, quiet=0):
     multi = [0b0110] + [0] * 7
     return Router(RouterConfig(FMT, PORTS, CREDITS, (CREDITS,) * PORTS, tuple(uni),
                                tuple(multi), multicast_credits=multicast_credits,
-                               quiet=quiet))
+                               whole_inputs=(1, 2, 3) if quiet else (), quiet=quiet))
 
 
 def _packet(dst, flits, mcast=0, tag=0):

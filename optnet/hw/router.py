@@ -185,7 +185,7 @@ class Router(wiring.Component):
         return InputBuffer(config.fmt.flit, _control_layout(config), config.fmt.vcs,
                            config.depth, derived=derived,
                            block=config.block_buffers, local=_ored_local(config),
-                           sync_read=_held(config), whole=config.quiet > 0)
+                           sync_read=_held(config), whole=bool(config.whole_inputs))
 
     @staticmethod
     def signature_of(config: RouterConfig) -> wiring.Signature:
@@ -354,7 +354,7 @@ class Router(wiring.Component):
             else:
                 buf = instantiate(m, f"buf{p}", self.buffers,
                                   InputBuffer.signature_of(f.flit, ctrl, V, _ored_local(cfg),
-                                                          cfg.quiet > 0),
+                                                          bool(cfg.whole_inputs)),
                                   {"sync": "sync"})
             bufs.append(buf)
             # Every flit of a packet is written with its head's route (``carried``, per VC), so
@@ -428,11 +428,12 @@ class Router(wiring.Component):
             ~vc_taken[q][w] & ahead_head[w][q] for q in range(1, P))), f"head_go{w}")
             for w in range(V)]
 
-        # A head from a link may take the local output once its packet's tail is in its
-        # buffer, or while that output has been quiet for ``cfg.quiet`` cycles: the output
-        # carries one packet at a time, and a packet still streaming in over a link slower
-        # than the router holds it for its whole arrival (docs/hardware.md, "Ejection").
-        if cfg.quiet:
+        # A head from a slow link may take the local output once its packet's tail is in
+        # its buffer, or while that output has been quiet for ``cfg.quiet`` cycles: the
+        # output carries one packet at a time, and a packet still streaming in over a link
+        # much slower than the router holds it for its whole arrival (docs/hardware.md,
+        # "Under load").
+        if cfg.whole_inputs:
             idle0 = Signal(range(cfg.quiet + 1), name="idle0", init=cfg.quiet)
             with m.If(self.out[0].valid | busy[0].any()):
                 m.d.sync += idle0.eq(0)
@@ -441,7 +442,7 @@ class Router(wiring.Component):
             quiet = _named(m, idle0 == cfg.quiet, "quiet0")
 
             def ready0(p, v):
-                return bufs[p].whole[v] | quiet if p else Const(1)
+                return bufs[p].whole[v] | quiet if p in cfg.whole_inputs else Const(1)
         else:
             def ready0(p, v):
                 return Const(1)

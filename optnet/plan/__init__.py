@@ -288,7 +288,9 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False,
             multicast_credits=waits.branch_credits, node_id=node.id,
             block_buffers=(fmt.flit.size * depth * net.vcs >= _BLOCK_BUFFER_BITS),
             granted=tuple(p.port for p in ports),
-            quiet=max_packet if depth >= max_packet else 0)
+            whole_inputs=tuple(p for p, _, _, link, _, _ in links
+                               if depth >= max_packet and params.slow_link(link)),
+            quiet=max_packet)
         endpoints = tuple(EndpointConfig(
             fmt, node.id, i, ep.width, max_packet, waits.broadcast_flits, managed=ep.managed,
             buffer=int(ep.buffer.value) if ep.buffer is not None else 64,

@@ -188,10 +188,13 @@ class RouterConfig:
         Ports whose output starts with no credit, to be granted its ``credits`` by pulses
         on ``cred_in`` (a link layer's, :class:`~optnet.hw.link.LinkLayer`, which grants
         what the far end's buffer has free after a restart); the others start with all.
+    whole_inputs : tuple of int
+        Link inputs whose packets take the local output only once their tail is in the
+        input buffer, unless that output has carried nothing for ``quiet`` cycles (a packet
+        streaming in over a slow link would hold it for its whole arrival); the other inputs
+        cut through. ``depth`` must hold the longest packet.
     quiet : int
-        Cycles the local output must have carried nothing before a packet from a link whose
-        tail is not yet in its input buffer may take it (whole packets may at once); 0: any
-        packet may (cut-through). ``depth`` must hold the longest packet.
+        See ``whole_inputs``.
     """
 
     fmt: FlitFormat
@@ -207,6 +210,7 @@ class RouterConfig:
     block_buffers: bool = False
     node_id: int = 0
     granted: tuple[int, ...] = ()
+    whole_inputs: tuple[int, ...] = ()
     quiet: int = 0
 
     def __post_init__(self):
