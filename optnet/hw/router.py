@@ -80,11 +80,15 @@ under heavy unicast load on its VCs it can wait long (no starvation bound).
 
 The local output (port 0) carries one packet at a time whatever its VC, so endpoints see
 whole packets; link outputs interleave the packets of different VCs flit by flit. The port
-that all of a node's traffic leaves by must not idle between packets (one cycle a packet is
+that all of a node's traffic leaves by should not idle between packets (one cycle a packet is
 6 % of it with 16-flit packets): once the packet holding it has its tail at its front, unicast
-heads for it bid already, and the allocators let such a bid through only when the output is
-free in its cycle (the tail was sent the cycle before), so the next head follows the tail
-directly and never joins a packet that is still going.
+heads for it may bid, and the allocators let such a bid through only when the output is free
+in its cycle (the tail was sent the cycle before), so a head never joins a packet that is
+still going. With iSLIP, whose requests are every VC's, the next head follows the tail
+directly; with round robin one cycle later, since an input chooses among the VCs that wanted
+to bid the cycle before (letting a head waiting for the local output be chosen while the
+tail waits too kept, with priorities, an input's other VCs from bidding, and stalled a
+cascade-broadcast torus under load).
 
 Flow control is credit based on every port: an output sends only when the downstream
 buffer of the flit's VC has room (``credits`` per port, returned on ``cred_in``); an input
@@ -477,7 +481,7 @@ class Router(wiring.Component):
             for i, key in enumerate(requesters):
                 new_front[key] = new_front[key] | (mc_pend & mc_who[i] & complete)
         ctx = SimpleNamespace(P=P, V=V, levels=levels, want=want, then=then, new_front=new_front,
-                              held0=busy[0].any(), closing=closing,
+                              held0=busy[0].any(),
                               uni_heads=uni_heads, heads=heads, prios=prios, taken=vc_taken,
                               stall=full, in_ok=in_ok, bufs=bufs, fronts=fronts,
                               states=states, vc_is=vc_is, ahead=ahead)
@@ -793,13 +797,10 @@ class Router(wiring.Component):
             m.d.sync += may_bid.eq(Cat(
                 (want[v].any() & ~(b[v] & bidding & st[v].active & fr[v].tail))
                 | ctx.new_front[p, v] for v in range(V)))
-            # A unicast head for the local output may also bid when the packet holding that
-            # output is at its tail (``ctx.closing``): it did not want to the cycle before.
-            wait0 = [ctx.uni_heads[p, v] & fr[v].route.mask[0] & ctx.closing for v in range(V)]
             # (among the VCs but the bidding one, the VC after it first)
             choice = _named(m, round_robin_grant(
-                Cat((may_bid[v] | wait0[v]) & ~(b[v] & bidding) for v in range(V)), b, pr,
-                levels), f"choice{p}")
+                Cat(may_bid[v] & ~(b[v] & bidding) for v in range(V)), b, pr, levels),
+                f"choice{p}")
             fresh = _named(m, _any_of([Mux(choice[v], want[v], 0) for v in range(V)]),
                            f"fresh{p}")
             # (a unicast entry has the same VC on every port: port 0's says which)
