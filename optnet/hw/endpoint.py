@@ -677,7 +677,11 @@ class LocalHub(wiring.Component):
             head = data.View(f.header, self.ep_tx[i].payload.data[:f.header_bits])
             vc = Signal.like(cur, name=f"inject_vc{i}")
             if V > 1:
-                m.d.comb += vc.eq(Mux(head.mcast, i % V, head.dst % V))
+                # (the low bits where V is a power of two: no divider, and no operand of
+                # another width for Verilator's lint)
+                unicast = head.dst[:V.bit_length() - 1] if V & (V - 1) == 0 else \
+                    head.dst % Const(V, len(head.dst))
+                m.d.comb += vc.eq(Mux(head.mcast, i % V, unicast))
             vc_of.append(vc)
         has = Cat(c != 0 for c in credit)
         ok = [has.bit_select(vc_of[i], 1) for i in range(E)]
