@@ -631,9 +631,9 @@ class LocalHub(wiring.Component):
     """Joins a node's endpoints to the router's local port.
 
     Sending, it picks an endpoint round robin at packet boundaries and injects a unicast on
-    VC ``destination id % vcs`` (a broadcast on ``index % vcs``) while the router's local
-    input has credit on it; receiving, it steers each packet to the endpoint named in its
-    header and returns a credit per flit taken.
+    the VC its destination id's low bits give (a broadcast on ``index % vcs``) while the
+    router's local input has credit on it; receiving, it steers each packet to the endpoint
+    named in its header and returns a credit per flit taken.
 
     The router's input queues are FIFOs: a packet whose output is busy holds every packet
     behind it in its VC. An endpoint's packets to one destination share one VC, so they stay
@@ -677,10 +677,10 @@ class LocalHub(wiring.Component):
             head = data.View(f.header, self.ep_tx[i].payload.data[:f.header_bits])
             vc = Signal.like(cur, name=f"inject_vc{i}")
             if V > 1:
-                # (the low bits where V is a power of two: no divider, and no operand of
-                # another width for Verilator's lint)
-                unicast = head.dst[:V.bit_length() - 1] if V & (V - 1) == 0 else \
-                    head.dst % Const(V, len(head.dst))
+                # The destination id's low bits, folded below V where V is no power of two
+                # (no divider, and no operands of other widths for Verilator's lint).
+                low = head.dst[:(V - 1).bit_length()]
+                unicast = low if V & (V - 1) == 0 else Mux(low < V, low, low - V)
                 m.d.comb += vc.eq(Mux(head.mcast, i % V, unicast))
             vc_of.append(vc)
         has = Cat(c != 0 for c in credit)

@@ -70,7 +70,7 @@ class Waits:
         Credits a multicast needs on every branch VC before it takes them (the router's
         ``multicast_credits``); the smallest downstream buffer of a link branch bounds it.
     inject_vcs : tuple of int
-        VCs the hub injects on (a unicast on its destination id modulo the VCs, a broadcast
+        VCs the hub injects on (a unicast on the VC its destination id's low bits give, a broadcast
         of endpoint ``i`` on ``i % vcs``: every VC).
     receive_waits_for_send : bool
         An endpoint's receive side can wait for its transmit side (it cannot: credit grants
