@@ -229,7 +229,7 @@ def plan(routed: Routed, *, tables: bool = True, one_per_role: bool = False,
     # loop, by the report's model.
     params = model_params(cluster)
     depth = params.buffer_depth
-    waits = Waits.of(net, len(eps), depth)
+    waits = Waits.of(net, depth)
     plans = []
     configs: dict[tuple, LinkConfig] = {}
     roles: set[tuple] = set()

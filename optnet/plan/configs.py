@@ -214,6 +214,8 @@ class RouterConfig:
     quiet: int = 0
 
     def __post_init__(self):
+        if self.whole_inputs and self.quiet < 1:
+            raise ValueError("a router whose inputs wait for whole packets needs quiet >= 1")
         if len(self.credits) != self.ports:
             raise ValueError(f"router has {self.ports} ports but {len(self.credits)} credits")
         if self.multicast_credits is None:

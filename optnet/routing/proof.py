@@ -90,14 +90,12 @@ class Waits:
         return self.broadcast_flits - 1 > self.branch_credits
 
     @classmethod
-    def of(cls, network, endpoints: int, buffer: int) -> Waits:
+    def of(cls, network, buffer: int) -> Waits:
         """The waits of the hardware optnet generates for a cluster's ``network`` section
-        (:class:`~optnet.spec.models.NetworkDesc`) with ``endpoints`` endpoints per node and
-        router input buffers of ``buffer`` flits per VC
-        (:attr:`optnet.model.ModelParams.buffer_depth`)."""
+        (:class:`~optnet.spec.models.NetworkDesc`) with router input buffers of ``buffer``
+        flits per VC (:attr:`optnet.model.ModelParams.buffer_depth`)."""
         flits = broadcast_flits(int(network.max_packet.value), buffer)
-        vcs = network.vcs
-        return cls(flits, flits - 1, tuple(range(vcs)))
+        return cls(flits, flits - 1, tuple(range(network.vcs)))
 
 
 @dataclass(frozen=True)

@@ -97,8 +97,7 @@ def route(cluster: Cluster, smap: SourceMap) -> tuple[Routed | None, list[Diagno
             smap.at(("routing", "multipath"), key=True)))
     broadcast = plan_broadcast(net, routing, mode)
     vcs = cluster.desc.network.vcs
-    waits = Waits.of(cluster.desc.network, max(len(cluster.desc.endpoints), 1),
-                     model_params(cluster).buffer_depth)
+    waits = Waits.of(cluster.desc.network, model_params(cluster).buffer_depth)
     proof = prove(net, routing, broadcast, vcs, waits)
     if not proof.ok:
         diags.append(_deadlock(cluster, net, routing, proof, vcs, smap))
